@@ -1,0 +1,223 @@
+"""Agent attribution: one identity per agent instance, whether named by AgentId or by Claude Code.
+
+Claude Code names a subagent in three places: the `Agent`/`Task` tool call (PreToolUse, with
+the prompt that may carry `AgentId: x`), `SubagentStart`/`SubagentStop` and tool events inside
+the subagent (`agent_id`), and the tool's result (`tool_response.agentId`). The canonical id is
+the prompt's AgentId, else a deterministic fallback (seed 000 §3.2), else Claude Code's id; every
+other name becomes an alias of it. State lives in the index and is written in the ingest
+transaction; `reset()` drops the in-memory cache after a rollback.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+
+import msgspec
+
+from indexer.agentid import (
+    RESERVED_AGENT_IDS,
+    disambiguate,
+    extract_agent_id,
+    fallback_agent_id,
+    is_valid_agent_id,
+)
+from indexer.models import Entry
+
+AGENT_EVENTS = frozenset({"agent_start", "agent_complete", "agent_launched", "agent_failed"})
+_STATUS_BY_EVENT = {
+    "agent_start": "running",
+    "agent_launched": "running",
+    "subagent_start": "running",
+    "agent_complete": "completed",
+    "subagent_stop": "completed",
+    "agent_failed": "failed",
+}
+
+
+@dataclass(slots=True)
+class AgentRow:
+    """One agent instance of one session."""
+
+    agent_id: str
+    agent_type: str
+    started_ns: int
+    last_ns: int
+    cc_agent_id: str = ""
+    tool_use_id: str = ""
+    explicit: bool = False
+    completed_ns: int = 0
+    status: str = "running"
+    description: str = ""
+
+
+@dataclass(slots=True)
+class _Session:
+    agents: dict[str, AgentRow] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    by_tool: dict[str, str] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)  # started, not yet linked to a CC id
+
+
+class AgentRegistry:
+    """Resolves every entry's agent within the current ingest transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._sessions: dict[str, _Session] = {}
+        self._dirty: set[tuple[str, str]] = set()
+        self._new_aliases: list[tuple[str, str, str]] = []
+
+    def reset(self) -> None:
+        """Forget cached state (call after a rolled-back transaction)."""
+        self._sessions.clear()
+        self._dirty.clear()
+        self._new_aliases.clear()
+
+    def attribute(self, e: Entry) -> Entry:
+        """Return `e` with its canonical `agent_id` (and agent type) filled in."""
+        s = self._session(e.session_id)
+        if e.event in AGENT_EVENTS:
+            agent_id = self._agent_call(s, e)
+        elif e.cc_agent_id:
+            agent_id = self._resolve_cc(s, e)
+        else:
+            return e
+        row = s.agents[agent_id]
+        row.last_ns = max(row.last_ns, e.ts_ns)
+        status = _STATUS_BY_EVENT.get(e.event)
+        if status:
+            row.status = status
+            if status in ("completed", "failed"):
+                row.completed_ns = e.ts_ns
+        self._dirty.add((e.session_id, agent_id))
+        return msgspec.structs.replace(e, agent_id=agent_id, agent_type=row.agent_type)
+
+    def flush(self) -> None:
+        """Write changed agents and new aliases (inside the caller's transaction)."""
+        for session_id, agent_id in self._dirty:
+            r = self._sessions[session_id].agents[agent_id]
+            self._conn.execute(
+                "INSERT OR REPLACE INTO agents(session_id, agent_id, agent_type, cc_agent_id,"
+                " tool_use_id, explicit, started_ns, last_ns, completed_ns, status, description)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    session_id,
+                    r.agent_id,
+                    r.agent_type,
+                    r.cc_agent_id,
+                    r.tool_use_id,
+                    int(r.explicit),
+                    r.started_ns,
+                    r.last_ns,
+                    r.completed_ns,
+                    r.status,
+                    r.description,
+                ),
+            )
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO agent_aliases(session_id, alias, agent_id) VALUES (?,?,?)",
+            self._new_aliases,
+        )
+        self._dirty.clear()
+        self._new_aliases.clear()
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _agent_call(self, s: _Session, e: Entry) -> str:
+        agent_id = s.by_tool.get(e.tool_use_id) if e.tool_use_id else None
+        if agent_id is None:
+            explicit = extract_agent_id(e.instruction)
+            agent_type = e.agent_type or "general-purpose"
+            if explicit is not None:
+                agent_id = explicit
+            else:
+                base = fallback_agent_id(e.instruction, agent_type, e.session_id, e.ts_ns)
+                agent_id = disambiguate(base, lambda c: c in s.agents or c in s.aliases)
+            row = s.agents.get(agent_id)
+            if row is None:
+                row = AgentRow(agent_id, agent_type, e.ts_ns, e.ts_ns, explicit=bool(explicit))
+                s.agents[agent_id] = row
+            row.tool_use_id = e.tool_use_id or row.tool_use_id
+            row.description = e.description or row.description
+            if e.tool_use_id:
+                s.by_tool[e.tool_use_id] = agent_id
+            if not e.cc_agent_id and agent_id not in s.pending:
+                s.pending.append(agent_id)
+        if e.cc_agent_id:
+            self._link(s, e.session_id, e.cc_agent_id, agent_id)
+        return agent_id
+
+    def _resolve_cc(self, s: _Session, e: Entry) -> str:
+        cc = e.cc_agent_id
+        agent_id = s.aliases.get(cc)
+        if agent_id is not None:
+            return agent_id
+        wanted = e.agent_type.lower()
+        for candidate in s.pending:  # oldest started agent of the same type (FIFO)
+            if not wanted or s.agents[candidate].agent_type.lower() == wanted:
+                agent_id = candidate
+                break
+        if agent_id is None:
+            own = cc.lower()
+            if is_valid_agent_id(own) and own not in RESERVED_AGENT_IDS and own not in s.agents:
+                agent_id = own
+            else:
+                base = fallback_agent_id(cc, e.agent_type or "agent", e.session_id, e.ts_ns)
+                agent_id = disambiguate(base, lambda c: c in s.agents or c in s.aliases)
+            s.agents[agent_id] = AgentRow(agent_id, e.agent_type or "agent", e.ts_ns, e.ts_ns)
+        self._link(s, e.session_id, cc, agent_id)
+        return agent_id
+
+    def _link(self, s: _Session, session_id: str, cc: str, agent_id: str) -> None:
+        previous = s.aliases.get(cc)
+        if previous == agent_id:
+            return
+        s.aliases[cc] = agent_id
+        s.agents[agent_id].cc_agent_id = cc
+        if agent_id in s.pending:
+            s.pending.remove(agent_id)
+        self._new_aliases.append((session_id, cc, agent_id))
+        if previous is not None:
+            # A parallel agent of the same type was linked by arrival order and the tool
+            # result now names the right one: move what was attributed to the wrong agent.
+            self._conn.execute(
+                "UPDATE entries SET agent_id=? WHERE session_id=? AND agent_id=? AND cc_agent_id=?",
+                (agent_id, session_id, previous, cc),
+            )
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO dirty_views(session_id, view) VALUES (?, ?)",
+                [(session_id, previous), (session_id, agent_id)],
+            )
+            old = s.agents.get(previous)
+            if old is not None and old.cc_agent_id == cc:
+                old.cc_agent_id = ""
+                if old.status == "running" and previous not in s.pending:
+                    s.pending.insert(0, previous)
+            self._dirty.add((session_id, previous))
+
+    def _session(self, session_id: str) -> _Session:
+        s = self._sessions.get(session_id)
+        if s is not None:
+            return s
+        s = _Session()
+        for row in self._conn.execute(
+            "SELECT agent_id, agent_type, started_ns, last_ns, cc_agent_id, tool_use_id, explicit,"
+            " completed_ns, status, description FROM agents WHERE session_id=?"
+            " ORDER BY started_ns",
+            (session_id,),
+        ):
+            r = AgentRow(
+                row[0], row[1], row[2], row[3], row[4], row[5], bool(row[6]), row[7], row[8], row[9]
+            )
+            s.agents[r.agent_id] = r
+            if r.tool_use_id:
+                s.by_tool[r.tool_use_id] = r.agent_id
+            if not r.cc_agent_id and r.status == "running":
+                s.pending.append(r.agent_id)
+        for alias, agent_id in self._conn.execute(
+            "SELECT alias, agent_id FROM agent_aliases WHERE session_id=?", (session_id,)
+        ):
+            s.aliases[alias] = agent_id
+        self._sessions[session_id] = s
+        return s

@@ -1,0 +1,164 @@
+"""ctxd-hook: append one Claude Code hook payload to the spool and exit 0 (stdlib only, I1/I2)."""
+
+# This module is the hot path: Claude Code runs it for every tool call, and PreToolUse
+# serialises against the tool. It therefore imports only os, sys, time and fcntl at module
+# level, never parses the payload, and swallows every error. It also runs as a plain script
+# (`python -I -S .../indexer/hook.py`) so that it need not import the `indexer` package.
+# SessionStart is the one exception: after appending, it may print the resume context,
+# which is done by a lazily imported module (see `_session_start`).
+
+import fcntl
+import os
+import sys
+import time
+
+_ENVELOPE_VERSION = 1
+_MAX_ENV_PATH = 4096
+# A hook output must not block Claude Code for long: the SessionStart marker check reads
+# only this many bytes of stdin before deciding whether to look for the resume context.
+_SESSION_START_MARK = b'"hook_event_name":"SessionStart"'
+
+
+def state_dir(environ: "os._Environ[str] | dict[str, str]", cwd: str) -> str:
+    """Resolve the state directory: $CTXD_HOME, else <project>/.ctxd (ARCHITECTURE §4).
+
+    project = $CLAUDE_PROJECT_DIR, else the git root above `cwd`, else `cwd`.
+    """
+    home = environ.get("CTXD_HOME", "")
+    if home:
+        return home
+    project = environ.get("CLAUDE_PROJECT_DIR", "")
+    if not project:
+        project = _git_root(cwd) or cwd
+    return os.path.join(project, ".ctxd")
+
+
+def _git_root(cwd: str) -> str:
+    path = cwd
+    for _ in range(64):  # bounded: a pathological cwd must not cost more than a few stats
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return ""
+        path = parent
+    return ""
+
+
+def segment_name(ts_ns: int) -> str:
+    """The hour segment a line written at `ts_ns` goes to: `<UTC yyyymmddThh>.jsonl`."""
+    return time.strftime("%Y%m%dT%H", time.gmtime(ts_ns // 1_000_000_000)) + ".jsonl"
+
+
+def build_line(payload: bytes, ts_ns: int, pid: int) -> bytes:
+    """Wrap a raw payload in the spool envelope; the event stays raw and comes last.
+
+    Raw newlines can only be whitespace between JSON tokens (inside strings they are
+    escaped), so replacing them keeps valid JSON valid and keeps one event on one line.
+    The event is the last member so the indexer can check that its raw span ends exactly
+    at the envelope's closing brace (a payload fragment cannot forge envelope fields).
+    """
+    body = payload.strip().replace(b"\r", b" ").replace(b"\n", b" ")
+    head = b'{"ctxd":%d,"ts_ns":%d,"pid":%d,"event":' % (_ENVELOPE_VERSION, ts_ns, pid)
+    return head + body + b"}\n"
+
+
+def append_line(spool_dir: str, name: str, line: bytes) -> None:
+    """Append `line` to the segment with one write under flock (I2); finish short writes."""
+    path = os.path.join(spool_dir, name)
+    # O_RDWR, not O_WRONLY: the last byte is read back to detect a torn previous line.
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    for _ in range(3):
+        fd = os.open(path, flags, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # Retention may have removed the segment between our open and our lock; then
+            # this fd points at an unlinked inode and the line would vanish. Reopen.
+            st = os.fstat(fd)
+            try:
+                if os.stat(path, follow_symlinks=False).st_ino != st.st_ino:
+                    continue
+            except FileNotFoundError:
+                continue
+            data = line
+            # A hook killed mid-write leaves a segment that does not end in "\n"; start
+            # on a fresh line so the torn fragment stays a line of its own.
+            if st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n":
+                data = b"\n" + line
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            return
+        finally:
+            os.close(fd)  # closing releases the flock
+
+
+def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) -> str:
+    """Spool one payload; return the spool path written, or "" when there was nothing to do."""
+    if not payload.strip():
+        return ""
+    base = state_dir(environ, cwd)
+    spool_dir = os.path.join(base, "spool")
+    if not os.path.isdir(spool_dir):
+        os.makedirs(spool_dir, mode=0o700, exist_ok=True)
+    ts_ns = time.time_ns()
+    name = segment_name(ts_ns)
+    append_line(spool_dir, name, build_line(payload, ts_ns, os.getpid()))
+    return os.path.join(spool_dir, name)
+
+
+def _read_stdin() -> bytes:
+    # Always drain stdin to EOF: exiting early makes Claude Code see EPIPE (hooks ref §7.10).
+    try:
+        return sys.stdin.buffer.read()
+    except Exception:
+        return b""
+
+
+def _session_start(payload: bytes, base: str) -> None:
+    # Only SessionStart may print (its stdout becomes context). The heavy lifting lives in
+    # summarizer.resume_hook, imported only for this event.
+    head = payload[:4096].replace(b" ", b"")
+    if _SESSION_START_MARK not in head:
+        return
+    try:
+        if "site" not in sys.modules:  # running as `python -I -S hook.py`: enable site-packages
+            import site
+
+            site.main()
+        from summarizer.resume_hook import session_start_output
+
+        text = session_start_output(payload, base)
+    except Exception:
+        return
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def main() -> int:
+    """Entry point of `ctxd-hook`: never raises, always returns 0."""
+    try:
+        payload = _read_stdin()
+        environ = os.environ
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = "/"
+        try:
+            run(payload, environ, cwd)
+        except Exception:
+            pass  # unwritable, missing or full state directory: fail open, never fail the agent
+        if b"SessionStart" in payload[:4096]:
+            _session_start(payload, state_dir(environ, cwd))
+    except BaseException:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        os._exit(0)

@@ -1,0 +1,406 @@
+"""One catch-up pass over the spool: read, redact, decode, normalize, attribute, commit (I3-I6)."""
+
+from __future__ import annotations
+
+import calendar
+import logging
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+
+import msgspec
+
+from indexer import store
+from indexer.attribution import AgentRegistry
+from indexer.config import Config
+from indexer.models import Entry, HookPayload
+from indexer.normalize import PayloadError, normalize
+from indexer.paths import StatePaths, is_valid_session_id
+from indexer.redact import redact_bytes
+from indexer.spool import LineError, RawLine, decode_envelope, salvage_points, split_lines
+from indexer.store import StoredEntry
+from indexer.tailer import Action, FileState, decide, head_for, marker_for, observe, read_chunk
+
+log = logging.getLogger("ctxd.ingest")
+_PAYLOAD = msgspec.json.Decoder(HookPayload)
+_QUARANTINE_RAW_BYTES = 1 << 20  # keep the first MiB of a bad line; the spool keeps the rest
+
+
+@dataclass
+class IngestStats:
+    """What one pass did (counts are of this pass only)."""
+
+    lines: int = 0
+    entries: int = 0
+    duplicates: int = 0
+    quarantined: int = 0
+    anomalies: int = 0
+    bytes: int = 0
+    inserted: list[StoredEntry] = field(default_factory=list)
+
+    def add(self, other: IngestStats) -> None:
+        self.lines += other.lines
+        self.entries += other.entries
+        self.duplicates += other.duplicates
+        self.quarantined += other.quarantined
+        self.anomalies += other.anomalies
+        self.bytes += other.bytes
+        self.inserted.extend(other.inserted)
+
+
+@dataclass
+class _SessionDelta:
+    first_ns: int
+    last_ns: int
+    cwd: str = ""
+    title: str = ""
+    first_prompt: str = ""
+    events: int = 0
+    failures: int = 0
+    status: str = ""
+    end_reason: str = ""
+    compactions: int = 0
+
+
+class Ingestor:
+    """Tails every spool segment into the index. Only the writer-lock holder may use it (I8)."""
+
+    def __init__(self, paths: StatePaths, config: Config, conn: sqlite3.Connection) -> None:
+        self.paths = paths
+        self.config = config
+        self.conn = conn
+        self.registry = AgentRegistry(conn)
+        self.keep_inserted = True  # the caller writes views from the inserted entries
+
+    def run_once(self, now: float | None = None) -> IngestStats:
+        """Index everything complete in the spool now; return what was done."""
+        total = IngestStats()
+        try:
+            names = sorted(n for n in os.listdir(self.paths.spool) if n.endswith(".jsonl"))
+        except FileNotFoundError:
+            return total
+        known = store.active_files(self.conn)
+        for name in names:
+            total.add(self._ingest_file(name, known.get(name), now or time.time()))
+        gone = set(known) - set(names)
+        if gone:
+            with store.transaction(self.conn):
+                for name in gone:
+                    store.retire_file(self.conn, known[name].file_id)
+        if total.lines or gone:
+            with store.transaction(self.conn):
+                store.set_meta(self.conn, "last_ingest_ns", str(time.time_ns()))
+        return total
+
+    # --- one file ---------------------------------------------------------------------------
+
+    def _ingest_file(self, name: str, stored: FileState | None, now: float) -> IngestStats:
+        stats = IngestStats()
+        path = self.paths.spool / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return stats
+        except OSError as e:
+            log.warning("cannot open spool segment %s: %s", path, e)
+            return stats
+        try:
+            seen = observe(fd, stored.offset if stored else 0)
+            action = decide(stored, seen)
+            state = stored
+            if action is not Action.CONTINUE or state is None:
+                if action is not Action.NEW:
+                    stats.anomalies += 1
+                    log.warning(
+                        "spool segment %s was %s (offset %d, size %d); re-reading it from 0, "
+                        "duplicates are absorbed by the event ids",
+                        name,
+                        action.value,
+                        stored.offset if stored else 0,
+                        seen.size,
+                    )
+                with store.transaction(self.conn):
+                    state = store.new_file(
+                        self.conn, name, seen.dev, seen.ino, action.value, time.time_ns()
+                    )
+                    if action is not Action.NEW:
+                        store.bump_counter(self.conn, f"anomaly.{action.value}")
+            while state.offset < seen.size:
+                state, batch, done = self._read_batch(fd, state, seen.size, now)
+                stats.add(batch)
+                if done:
+                    break
+            return stats
+        finally:
+            os.close(fd)
+
+    def _read_batch(
+        self, fd: int, state: FileState, size: int, now: float
+    ) -> tuple[FileState, IngestStats, bool]:
+        cfg = self.config.ingest
+        chunk = read_chunk(fd, state.offset, size, cfg.batch_bytes, cfg.max_line_bytes)
+        lines, consumed = split_lines(chunk, state.offset)
+        if len(lines) > cfg.batch_lines:
+            lines = lines[: cfg.batch_lines]
+            consumed = lines[-1].offset + len(lines[-1].data) + 1 - state.offset
+        if not lines:
+            return self._tail_without_newline(fd, state, size, chunk, now)
+        stats = IngestStats()
+        try:
+            with store.transaction(self.conn):
+                line_no = state.line_no
+                for raw in lines:
+                    line_no += 1
+                    self._ingest_line(state, raw, line_no, stats)
+                self.registry.flush()
+                new_offset = state.offset + consumed
+                head_len, head_hash = state.head_len, state.head_hash
+                if head_len < 64:
+                    head_len, head_hash = head_for(fd, new_offset)
+                state = FileState(
+                    state.file_id,
+                    state.name,
+                    state.dev,
+                    state.ino,
+                    head_len,
+                    head_hash,
+                    new_offset,
+                    marker_for(fd, new_offset),
+                    line_no,
+                )
+                store.save_file(self.conn, state)
+        except BaseException:
+            self.registry.reset()
+            raise
+        stats.bytes = consumed
+        return state, stats, False
+
+    def _tail_without_newline(
+        self, fd: int, state: FileState, size: int, chunk: bytes, now: float
+    ) -> tuple[FileState, IngestStats, bool]:
+        """A chunk with no b"\\n": an oversize line, or a partial last line (I4)."""
+        stats = IngestStats()
+        cfg = self.config.ingest
+        if len(chunk) >= cfg.max_line_bytes:
+            end = _next_newline(fd, state.offset + len(chunk), size)
+            if end < 0:
+                return state, stats, True  # still being written; look again later
+            error = f"line exceeds [ingest] max_line_bytes ({end - state.offset} bytes)"
+            return self._skip_to(fd, state, end + 1, chunk, error, stats), stats, False
+        pending = size - state.offset
+        if state.partial_size != pending:
+            # First sight of this tail (or it grew): remember when, not yet written (I4).
+            with store.transaction(self.conn):
+                state = _replace_partial(state, now, pending)
+                store.save_file(self.conn, state)
+            return state, stats, True
+        if now - state.partial_since < cfg.partial_grace_s or not self._is_sealed(state.name, now):
+            return state, stats, True
+        error = f"partial last line unchanged for {cfg.partial_grace_s:.0f}s in a sealed segment"
+        return self._skip_to(fd, state, size, chunk, error, stats), stats, False
+
+    def _skip_to(
+        self, fd: int, state: FileState, end: int, chunk: bytes, error: str, stats: IngestStats
+    ) -> FileState:
+        with store.transaction(self.conn):
+            store.insert_quarantine(
+                self.conn,
+                state.file_id,
+                state.name,
+                state.offset,
+                state.line_no + 1,
+                error,
+                redact_bytes(chunk[:_QUARANTINE_RAW_BYTES]),
+                time.time_ns(),
+            )
+            state = FileState(
+                state.file_id,
+                state.name,
+                state.dev,
+                state.ino,
+                state.head_len,
+                state.head_hash,
+                end,
+                marker_for(fd, end),
+                state.line_no + 1,
+            )
+            store.save_file(self.conn, state)
+        stats.quarantined += 1
+        stats.lines += 1
+        log.warning("quarantined %s at offset %d: %s", state.name, state.offset, error)
+        return state
+
+    def _is_sealed(self, name: str, now: float) -> bool:
+        try:
+            hour_start = calendar.timegm(time.strptime(name[:11], "%Y%m%dT%H"))
+        except ValueError:
+            return True  # not an hour segment: no writer appends to it by name
+        return now >= hour_start + 3600
+
+    # --- one line ---------------------------------------------------------------------------
+
+    def _ingest_line(
+        self, state: FileState, raw: RawLine, line_no: int, stats: IngestStats
+    ) -> None:
+        stats.lines += 1
+        data = raw.data
+        if not data.strip():
+            return  # the separator a hook adds after a torn fragment
+        data = redact_bytes(data)
+        try:
+            env = decode_envelope(data)
+        except LineError as e:
+            self._salvage(state, raw.offset, data, line_no, str(e), stats)
+            return
+        self._ingest_envelope(state, raw.offset, line_no, env.ts_ns, env.pid, env.event, stats)
+
+    def _salvage(
+        self,
+        state: FileState,
+        offset: int,
+        data: bytes,
+        line_no: int,
+        error: str,
+        stats: IngestStats,
+    ) -> None:
+        for point in salvage_points(data):
+            try:
+                env = decode_envelope(data[point:])
+            except LineError:
+                continue
+            self._quarantine(
+                state,
+                offset,
+                line_no,
+                f"torn fragment before a record: {error}",
+                data[:point],
+                stats,
+            )
+            self._ingest_envelope(
+                state, offset + point, line_no, env.ts_ns, env.pid, env.event, stats
+            )
+            return
+        self._quarantine(state, offset, line_no, error, data, stats)
+
+    def _ingest_envelope(
+        self,
+        state: FileState,
+        offset: int,
+        line_no: int,
+        ts_ns: int,
+        pid: int,
+        event: msgspec.Raw,
+        stats: IngestStats,
+    ) -> None:
+        try:
+            payload = _PAYLOAD.decode(event)
+            entry = normalize(
+                payload,
+                ts_ns=ts_ns,
+                pid=pid,
+                file_id=state.file_id,
+                offset=offset,
+                line_no=line_no,
+                max_text_chars=self.config.ingest.max_text_chars,
+                max_detail_bytes=self.config.ingest.max_detail_bytes,
+            )
+            if not is_valid_session_id(entry.session_id):
+                raise PayloadError(f"session_id {entry.session_id[:80]!r} is not a valid id")
+        except (msgspec.DecodeError, ValueError) as e:
+            self._quarantine(state, offset, line_no, f"bad hook payload: {e}", bytes(event), stats)
+            return
+        entry = self.registry.attribute(entry)
+        entry_id = store.insert_entry(self.conn, entry)
+        if not entry_id:
+            stats.duplicates += 1
+            return
+        stats.entries += 1
+        if self.keep_inserted:
+            stats.inserted.append(StoredEntry(entry_id, entry))
+        self._update_session(entry, payload)
+
+    def _quarantine(
+        self,
+        state: FileState,
+        offset: int,
+        line_no: int,
+        error: str,
+        data: bytes,
+        stats: IngestStats,
+    ) -> None:
+        stats.quarantined += 1
+        store.insert_quarantine(
+            self.conn,
+            state.file_id,
+            state.name,
+            offset,
+            line_no,
+            error,
+            data[:_QUARANTINE_RAW_BYTES],
+            time.time_ns(),
+        )
+
+    def _update_session(self, e: Entry, p: HookPayload) -> None:
+        status = {
+            "session_start": "active",
+            "prompt": "active",
+            "session_end": "ended",
+            "pre_compact": "compacted",
+            "post_compact": "compacted",
+        }.get(e.event, "")
+        self.conn.execute(
+            "INSERT INTO sessions(session_id, first_ns, last_ns, cwd, title, first_prompt, events,"
+            " failures, status, end_reason, compactions) VALUES (?,?,?,?,?,?,1,?,?,?,?)"
+            " ON CONFLICT(session_id) DO UPDATE SET first_ns=min(first_ns, excluded.first_ns),"
+            " last_ns=max(last_ns, excluded.last_ns),"
+            " cwd=CASE WHEN excluded.cwd<>'' THEN excluded.cwd ELSE cwd END,"
+            " title=CASE WHEN excluded.title<>'' THEN excluded.title ELSE title END,"
+            " first_prompt=CASE WHEN first_prompt='' THEN excluded.first_prompt"
+            " ELSE first_prompt END, events=events+1, failures=failures+excluded.failures,"
+            " status=CASE WHEN excluded.status<>'' THEN excluded.status ELSE status END,"
+            " end_reason=CASE WHEN excluded.status='ended' THEN excluded.end_reason"
+            " WHEN excluded.status='active' THEN '' ELSE end_reason END,"
+            " compactions=compactions+excluded.compactions",
+            (
+                e.session_id,
+                e.ts_ns,
+                e.ts_ns,
+                e.cwd,
+                p.session_title,
+                e.text[:500] if e.event == "prompt" else "",
+                int(e.event in ("tool_failure", "agent_failed")),
+                status,
+                p.reason if e.event == "session_end" else "",
+                int(e.event == "post_compact"),
+            ),
+        )
+
+
+def _replace_partial(state: FileState, now: float, pending: int) -> FileState:
+    return FileState(
+        state.file_id,
+        state.name,
+        state.dev,
+        state.ino,
+        state.head_len,
+        state.head_hash,
+        state.offset,
+        state.marker,
+        state.line_no,
+        now,
+        pending,
+    )
+
+
+def _next_newline(fd: int, start: int, size: int) -> int:
+    pos = start
+    while pos < size:
+        block = os.pread(fd, min(1 << 20, size - pos), pos)
+        if not block:
+            break
+        i = block.find(b"\n")
+        if i >= 0:
+            return pos + i
+        pos += len(block)
+    return -1

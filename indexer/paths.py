@@ -1,0 +1,109 @@
+"""State-directory layout and the id checks that guard every path built from event data (I10)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexer.errors import InvalidIdError, StateDirError
+from indexer.hook import state_dir as _resolve_state_dir
+
+# Session ids are UUIDs in Claude Code; ctxd also accepts the short, readable ids that tests
+# and orchestrators use. Dots are allowed inside but an id may not start with one, so "." and
+# ".." and hidden names are impossible; "/" and "\\" never pass.
+_SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_AGENT_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}[A-Za-z0-9]")
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def is_valid_session_id(session_id: str) -> bool:
+    """True if `session_id` can safely name a directory."""
+    return _SESSION_ID_RE.fullmatch(session_id) is not None
+
+
+def is_valid_view_name(agent_id: str) -> bool:
+    """True if `agent_id` can safely name a view file (seed 000 agent-id rule, plus "main")."""
+    return _AGENT_ID_RE.fullmatch(agent_id) is not None
+
+
+def check_session_id(session_id: str) -> str:
+    """Return `session_id` or raise InvalidIdError."""
+    if not is_valid_session_id(session_id):
+        raise InvalidIdError(
+            f"invalid session id {session_id[:80]!r}: use letters, digits, '.', '_' or '-' "
+            "(1-128 characters, not starting with '.')"
+        )
+    return session_id
+
+
+@dataclass(frozen=True)
+class StatePaths:
+    """Every path ctxd uses under one state directory."""
+
+    root: Path
+
+    @property
+    def spool(self) -> Path:
+        return self.root / "spool"
+
+    @property
+    def index_db(self) -> Path:
+        return self.root / "index.db"
+
+    @property
+    def sessions(self) -> Path:
+        return self.root / "sessions"
+
+    @property
+    def context(self) -> Path:
+        return self.root / "context"
+
+    @property
+    def resume(self) -> Path:
+        return self.root / "resume"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "daemon.lock"
+
+    @property
+    def daemon_json(self) -> Path:
+        return self.root / "daemon.json"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "ctxd.log"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.toml"
+
+    def session_dir(self, session_id: str) -> Path:
+        """The view directory of one session (validated id)."""
+        return self.sessions / check_session_id(session_id)
+
+    def ensure(self) -> None:
+        """Create the state directory tree with private permissions."""
+        for path in (self.root, self.spool, self.sessions, self.context, self.resume):
+            ensure_private_dir(path)
+
+
+def ensure_private_dir(path: Path) -> None:
+    """mkdir -p with 0700, refusing a symlink in place of the directory."""
+    try:
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    except OSError as e:
+        raise StateDirError(f"cannot create {path}: {e.strerror}; check its permissions") from e
+    if path.is_symlink():
+        raise StateDirError(f"{path} is a symlink; ctxd does not follow symlinks in its state dir")
+
+
+def resolve_state_paths(explicit: str | None = None, cwd: str | None = None) -> StatePaths:
+    """The state paths for `explicit` (a state dir), else by the hook's rule (ARCHITECTURE §4)."""
+    if explicit:
+        return StatePaths(Path(explicit).absolute())
+    return StatePaths(Path(_resolve_state_dir(os.environ, cwd or os.getcwd())).absolute())

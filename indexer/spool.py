@@ -1,0 +1,78 @@
+"""Spool lines: splitting a buffer at b"\\n", decoding envelopes, salvaging torn lines (pure)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import msgspec
+
+from indexer.models import ENVELOPE_VERSION, Envelope
+
+_ENVELOPE_DECODER = msgspec.json.Decoder(Envelope)
+_ENVELOPE_START = b'{"ctxd":'
+SEGMENT_RE = re.compile(r"\d{8}T\d{2}\.jsonl")
+
+
+@dataclass(frozen=True, slots=True)
+class RawLine:
+    """One complete spool line (without its b"\\n") and where it starts in the file."""
+
+    offset: int
+    data: bytes
+
+
+def split_lines(buf: bytes, base_offset: int) -> tuple[list[RawLine], int]:
+    """Split `buf` (read at `base_offset`) into complete lines; return them and bytes consumed.
+
+    Splits on b"\\n" only: str.splitlines would also break on U+2028 inside JSON strings.
+    Bytes after the last b"\\n" are a partial line, not yet written (I4); they are not consumed.
+    """
+    lines: list[RawLine] = []
+    start = 0
+    find = buf.find
+    while True:
+        end = find(b"\n", start)
+        if end < 0:
+            return lines, start
+        lines.append(RawLine(base_offset + start, buf[start:end]))
+        start = end + 1
+
+
+class LineError(ValueError):
+    """A spool line that cannot be decoded; the message says why."""
+
+
+def decode_envelope(line: bytes) -> Envelope:
+    """Decode one spool line; raise LineError if it is not a complete, known envelope.
+
+    The hook writes the event as the envelope's last member, so its raw bytes must end
+    exactly before the closing brace; anything else means a payload fragment that happened
+    to parse (for example `{}, "pid": 1`) and is rejected rather than trusted.
+    """
+    try:
+        env = _ENVELOPE_DECODER.decode(line)
+    except (msgspec.DecodeError, ValueError) as e:  # invalid UTF-8 raises UnicodeDecodeError
+        raise LineError(f"not a spool envelope: {e}") from e
+    if env.ctxd != ENVELOPE_VERSION:
+        raise LineError(f"unknown envelope version {env.ctxd}")
+    raw = bytes(env.event)
+    tail = line.rstrip(b" \t\r")
+    if not tail.endswith(b"}") or not tail[:-1].rstrip().endswith(raw):
+        raise LineError("envelope event is not the last member (payload fragment?)")
+    return env
+
+
+def salvage_points(line: bytes) -> list[int]:
+    """Positions after 0 where an envelope starts: a torn fragment glued to a good record."""
+    points: list[int] = []
+    pos = line.find(_ENVELOPE_START, 1)
+    while pos > 0:
+        points.append(pos)
+        pos = line.find(_ENVELOPE_START, pos + 1)
+    return points
+
+
+def is_segment_name(name: str) -> bool:
+    """True for hook-written segment names `<UTC yyyymmddThh>.jsonl`."""
+    return SEGMENT_RE.fullmatch(name) is not None

@@ -1,0 +1,336 @@
+"""SQLite index: schema, the one-transaction batch commit (I3), and read queries."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from indexer.errors import IndexCorruptError
+from indexer.models import Entry
+from indexer.tailer import FileState
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+    file_id INTEGER PRIMARY KEY, name TEXT NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL,
+    head_len INTEGER NOT NULL, head_hash BLOB NOT NULL, offset INTEGER NOT NULL,
+    marker BLOB NOT NULL, line_no INTEGER NOT NULL, partial_since REAL NOT NULL DEFAULT 0,
+    partial_size INTEGER NOT NULL DEFAULT 0, active INTEGER NOT NULL DEFAULT 1,
+    created_ns INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT 'new');
+CREATE INDEX IF NOT EXISTS files_name ON files(name, active);
+CREATE TABLE IF NOT EXISTS entries(
+    id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, offset INTEGER NOT NULL,
+    line_no INTEGER NOT NULL, ts_ns INTEGER NOT NULL, pid INTEGER NOT NULL,
+    session_id TEXT NOT NULL, hook_event TEXT NOT NULL, event TEXT NOT NULL,
+    agent_id TEXT NOT NULL, agent_type TEXT NOT NULL, cc_agent_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL, tool_use_id TEXT NOT NULL, description TEXT NOT NULL,
+    instruction TEXT NOT NULL, output_summary TEXT NOT NULL, error TEXT NOT NULL,
+    files TEXT NOT NULL, text TEXT NOT NULL, cwd TEXT NOT NULL, detail BLOB NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_source ON entries(file_id, offset);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_event ON entries(ts_ns, pid);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_tool ON entries(session_id, tool_use_id, hook_event)
+    WHERE tool_use_id <> '';
+CREATE INDEX IF NOT EXISTS entries_agent ON entries(session_id, agent_id, id);
+CREATE TABLE IF NOT EXISTS sessions(
+    session_id TEXT PRIMARY KEY, first_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,
+    cwd TEXT NOT NULL DEFAULT '', title TEXT NOT NULL DEFAULT '',
+    first_prompt TEXT NOT NULL DEFAULT '', events INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'active',
+    end_reason TEXT NOT NULL DEFAULT '', compactions INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS agents(
+    session_id TEXT NOT NULL, agent_id TEXT NOT NULL, agent_type TEXT NOT NULL,
+    cc_agent_id TEXT NOT NULL DEFAULT '', tool_use_id TEXT NOT NULL DEFAULT '',
+    explicit INTEGER NOT NULL DEFAULT 0, started_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,
+    completed_ns INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'running',
+    description TEXT NOT NULL DEFAULT '', PRIMARY KEY(session_id, agent_id));
+CREATE INDEX IF NOT EXISTS agents_by_id ON agents(agent_id, last_ns);
+CREATE TABLE IF NOT EXISTS agent_aliases(
+    session_id TEXT NOT NULL, alias TEXT NOT NULL, agent_id TEXT NOT NULL,
+    PRIMARY KEY(session_id, alias));
+CREATE TABLE IF NOT EXISTS quarantine(
+    id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, name TEXT NOT NULL,
+    offset INTEGER NOT NULL, line_no INTEGER NOT NULL, error TEXT NOT NULL,
+    raw BLOB NOT NULL, ts_ns INTEGER NOT NULL, UNIQUE(file_id, offset));
+CREATE TABLE IF NOT EXISTS dirty_views(session_id TEXT NOT NULL, view TEXT NOT NULL,
+    PRIMARY KEY(session_id, view));
+"""
+
+_INSERT_ENTRY = (
+    "INSERT OR IGNORE INTO entries(file_id, offset, line_no, ts_ns, pid, session_id, hook_event,"
+    " event, agent_id, agent_type, cc_agent_id, tool_name, tool_use_id, description, instruction,"
+    " output_summary, error, files, text, cwd, detail)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+ENTRY_COLUMNS = (
+    "id, file_id, offset, line_no, ts_ns, pid, session_id, hook_event, event, agent_id,"
+    " agent_type, cc_agent_id, tool_name, tool_use_id, description, instruction,"
+    " output_summary, error, files, text, cwd, detail"
+)
+_files_encoder = msgspec.json.Encoder()
+_files_decoder = msgspec.json.Decoder(tuple[str, ...])
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """An entry read back from the index, with its id (the `seq` of views)."""
+
+    id: int
+    entry: Entry
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open the index (creating it unless `readonly`), WAL mode, schema checked."""
+    try:
+        if readonly:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        else:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            os.close(fd)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=10000")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL survives kill -9 (the crash the daemon must survive); FULL would add an
+            # fsync per commit for power-loss durability of the last transactions only.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            _migrate(conn)
+        else:
+            _check_version(conn, path)
+    except sqlite3.DatabaseError as e:
+        raise IndexCorruptError(
+            f"{path}: cannot open the index ({e}); move it aside and run `ctxd rebuild`"
+        ) from e
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise IndexCorruptError(
+            f"index schema version {version} is newer than this ctxd ({SCHEMA_VERSION}); "
+            "upgrade ctxd or run `ctxd rebuild`"
+        )
+    if version < SCHEMA_VERSION:
+        with transaction(conn):
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def _check_version(conn: sqlite3.Connection, path: Path) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version != SCHEMA_VERSION:
+        raise IndexCorruptError(
+            f"{path}: schema version {version}, expected {SCHEMA_VERSION}; run `ctxd rebuild`"
+        )
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+# --- meta -------------------------------------------------------------------------------
+
+
+def get_meta(conn: sqlite3.Connection, key: str, default: str = "") -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return str(row[0]) if row else default
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+
+def bump_counter(conn: sqlite3.Connection, key: str, by: int = 1) -> None:
+    set_meta(conn, key, str(int(get_meta(conn, key, "0") or 0) + by))
+
+
+# --- files (offsets) ----------------------------------------------------------------------
+
+
+def active_files(conn: sqlite3.Connection) -> dict[str, FileState]:
+    """The current generation of every spool file, by segment name."""
+    rows = conn.execute(
+        "SELECT file_id, name, dev, ino, head_len, head_hash, offset, marker, line_no,"
+        " partial_since, partial_size FROM files WHERE active=1"
+    ).fetchall()
+    return {r[1]: FileState(*r) for r in rows}
+
+
+def new_file(
+    conn: sqlite3.Connection, name: str, dev: int, ino: int, reason: str, now_ns: int
+) -> FileState:
+    """Start a new generation of `name` at offset 0, retiring the previous one."""
+    conn.execute("UPDATE files SET active=0 WHERE name=? AND active=1", (name,))
+    cur = conn.execute(
+        "INSERT INTO files(name, dev, ino, head_len, head_hash, offset, marker, line_no,"
+        " created_ns, reason) VALUES (?,?,?,0,x'',0,x'',0,?,?)",
+        (name, dev, ino, now_ns, reason),
+    )
+    file_id = cur.lastrowid
+    assert file_id is not None
+    return FileState(file_id, name, dev, ino, 0, b"", 0, b"", 0)
+
+
+def save_file(conn: sqlite3.Connection, state: FileState) -> None:
+    conn.execute(
+        "UPDATE files SET head_len=?, head_hash=?, offset=?, marker=?, line_no=?,"
+        " partial_since=?, partial_size=? WHERE file_id=?",
+        (
+            state.head_len,
+            state.head_hash,
+            state.offset,
+            state.marker,
+            state.line_no,
+            state.partial_since,
+            state.partial_size,
+            state.file_id,
+        ),
+    )
+
+
+def retire_file(conn: sqlite3.Connection, file_id: int) -> None:
+    conn.execute("UPDATE files SET active=0 WHERE file_id=?", (file_id,))
+
+
+# --- entries ------------------------------------------------------------------------------
+
+
+def insert_entry(conn: sqlite3.Connection, e: Entry) -> int:
+    """Insert one entry; return its id, or 0 when it is a duplicate (I3)."""
+    cur = conn.execute(
+        _INSERT_ENTRY,
+        (
+            e.file_id,
+            e.offset,
+            e.line_no,
+            e.ts_ns,
+            e.pid,
+            e.session_id,
+            e.hook_event,
+            e.event,
+            e.agent_id,
+            e.agent_type,
+            e.cc_agent_id,
+            e.tool_name,
+            e.tool_use_id,
+            e.description,
+            e.instruction,
+            e.output_summary,
+            e.error,
+            _files_encoder.encode(e.files).decode() if e.files else "",
+            e.text,
+            e.cwd,
+            bytes(e.detail),
+        ),
+    )
+    return cur.lastrowid or 0 if cur.rowcount == 1 else 0
+
+
+def row_to_entry(row: Sequence[Any]) -> StoredEntry:
+    """Turn an `ENTRY_COLUMNS` row into a StoredEntry."""
+    files = row[18]
+    entry = Entry(
+        file_id=int(row[1]),
+        offset=int(row[2]),
+        line_no=int(row[3]),
+        ts_ns=int(row[4]),
+        pid=int(row[5]),
+        session_id=str(row[6]),
+        hook_event=str(row[7]),
+        event=str(row[8]),
+        agent_id=str(row[9]),
+        agent_type=str(row[10]),
+        cc_agent_id=str(row[11]),
+        tool_name=str(row[12]),
+        tool_use_id=str(row[13]),
+        description=str(row[14]),
+        instruction=str(row[15]),
+        output_summary=str(row[16]),
+        error=str(row[17]),
+        files=_files_decoder.decode(files) if files else (),
+        text=str(row[19]),
+        cwd=str(row[20]),
+        detail=msgspec.Raw(bytes(row[21])),
+    )
+    return StoredEntry(int(row[0]), entry)
+
+
+def entries_after(conn: sqlite3.Connection, after_id: int, limit: int = 10000) -> list[StoredEntry]:
+    """Entries with id > after_id, oldest first (the summarizer's and views' watermark read)."""
+    rows = conn.execute(
+        f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id>? ORDER BY id LIMIT ?", (after_id, limit)
+    ).fetchall()
+    return [row_to_entry(r) for r in rows]
+
+
+def agent_entries(
+    conn: sqlite3.Connection, session_id: str, agent_id: str, after_id: int = 0
+) -> Iterator[StoredEntry]:
+    """One agent's entries in one session, oldest first."""
+    cur = conn.execute(
+        f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id=? AND agent_id=? AND id>?"
+        " ORDER BY id",
+        (session_id, agent_id, after_id),
+    )
+    for row in cur:
+        yield row_to_entry(row)
+
+
+def max_entry_id(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0])
+
+
+def insert_quarantine(
+    conn: sqlite3.Connection,
+    file_id: int,
+    name: str,
+    offset: int,
+    line_no: int,
+    error: str,
+    raw: bytes,
+    now_ns: int,
+) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO quarantine(file_id, name, offset, line_no, error, raw, ts_ns)"
+        " VALUES (?,?,?,?,?,?,?)",
+        (file_id, name, offset, line_no, error[:500], raw, now_ns),
+    )
+
+
+def count(conn: sqlite3.Connection, table: str) -> int:
+    """Row count of one of the index's own tables."""
+    assert table in {"entries", "sessions", "agents", "quarantine", "files"}
+    return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def latest_session_with_agent(conn: sqlite3.Connection, agent_id: str) -> str | None:
+    """The most recently active session that has entries of `agent_id`."""
+    if agent_id == "main":
+        row = conn.execute(
+            "SELECT session_id FROM entries WHERE agent_id='main' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT session_id FROM agents WHERE agent_id=? ORDER BY last_ns DESC LIMIT 1",
+            (agent_id,),
+        ).fetchone()
+    return str(row[0]) if row else None

@@ -1,0 +1,213 @@
+"""The single writer (I8): the daemon.lock flock, catch-up passes, waiting for the daemon."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexer import store, views
+from indexer.config import Config, load_config
+from indexer.errors import IndexBusyError
+from indexer.fileio import sweep_temp_files
+from indexer.ingest import Ingestor, IngestStats
+from indexer.paths import StatePaths
+
+log = logging.getLogger("ctxd.writer")
+
+
+@contextlib.contextmanager
+def writer_lock(paths: StatePaths, *, wait_s: float = 0.0) -> Iterator[int]:
+    """Hold `daemon.lock` exclusively (flock; released by the kernel even on kill -9).
+
+    Raises IndexBusyError if another process still holds it after `wait_s` seconds.
+    """
+    paths.ensure()
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise IndexBusyError(
+                        f"{paths.lock} is held by another ctxd process (a running daemon?)"
+                    ) from None
+                time.sleep(0.02)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def is_locked(paths: StatePaths) -> bool:
+    """True if some process (normally the daemon) holds the writer lock now."""
+    try:
+        fd = os.open(paths.lock, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@dataclass
+class CatchUpResult:
+    """What a catch-up did, and whether this process did it or waited for the daemon."""
+
+    stats: IngestStats
+    by_daemon: bool
+    caught_up: bool
+
+
+class IndexWriter:
+    """Ingest + views for the process holding the writer lock."""
+
+    def __init__(self, paths: StatePaths, config: Config, conn: sqlite3.Connection) -> None:
+        self.paths = paths
+        self.conn = conn
+        self.ingestor = Ingestor(paths, config, conn)
+        self.views = views.ViewWriter(paths)
+
+    def start(self) -> int:
+        """Startup duties: sweep stale temp files, bring views level with the index."""
+        sweep_temp_files(self.paths.root)
+        with store.transaction(self.conn):
+            return views.catch_up(self.conn, self.views)
+
+    def pass_once(self) -> IngestStats:
+        """One ingest pass over the spool, then the views of what it inserted."""
+        stats = self.ingestor.run_once()
+        if stats.inserted or stats.anomalies:
+            with store.transaction(self.conn):
+                views.catch_up(self.conn, self.views)
+        stats.inserted.clear()
+        return stats
+
+
+def open_writer(paths: StatePaths, config: Config | None = None) -> IndexWriter:
+    """Open the index for writing (caller must hold the writer lock)."""
+    paths.ensure()
+    cfg = config if config is not None else load_config(paths.config)
+    return IndexWriter(paths, cfg, store.connect(paths.index_db))
+
+
+def catch_up(
+    paths: StatePaths, config: Config | None = None, *, wait_s: float = 5.0
+) -> CatchUpResult:
+    """Make the index current (I12): ingest ourselves, or wait for the running daemon.
+
+    If no daemon holds the lock, take it briefly and run passes until the spool is drained.
+    Otherwise wait (up to `wait_s`) until the daemon's offsets reach the spool sizes seen now.
+    """
+    if not is_locked(paths):
+        try:
+            with writer_lock(paths, wait_s=0.5):
+                writer = open_writer(paths, config)
+                try:
+                    writer.start()
+                    total = IngestStats()
+                    while True:
+                        stats = writer.pass_once()
+                        total.add(stats)
+                        if not stats.lines:
+                            break
+                    return CatchUpResult(total, by_daemon=False, caught_up=True)
+                finally:
+                    writer.conn.close()
+        except IndexBusyError:
+            log.debug("a daemon took the writer lock meanwhile; waiting for it instead")
+    return CatchUpResult(IngestStats(), by_daemon=True, caught_up=wait_for_daemon(paths, wait_s))
+
+
+def spool_sizes(spool: Path) -> dict[str, int]:
+    """The current size of every spool segment."""
+    sizes: dict[str, int] = {}
+    try:
+        with os.scandir(spool) as it:
+            for d in it:
+                if d.name.endswith(".jsonl"):
+                    sizes[d.name] = d.stat(follow_symlinks=False).st_size
+    except FileNotFoundError:
+        pass
+    return sizes
+
+
+def lag(conn: sqlite3.Connection, spool: Path) -> tuple[int, int]:
+    """Bytes and complete lines in the spool not yet indexed."""
+    offsets = {name: st.offset for name, st in store.active_files(conn).items()}
+    lag_bytes = lag_lines = 0
+    for name, size in spool_sizes(spool).items():
+        offset = offsets.get(name, 0)
+        if size > offset:
+            lag_bytes += size - offset
+            lag_lines += _count_newlines(spool / name, offset, size)
+    return lag_bytes, lag_lines
+
+
+def wait_for_daemon(paths: StatePaths, wait_s: float) -> bool:
+    """Wait until the index covers every complete spool line written before now."""
+    target = {
+        n: _complete_size(paths.spool / n, size) for n, size in spool_sizes(paths.spool).items()
+    }
+    target = {n: size for n, size in target.items() if size}
+    if not paths.index_db.exists():
+        return not target
+    deadline = time.monotonic() + wait_s
+    conn = store.connect(paths.index_db, readonly=True)
+    try:
+        while True:
+            files = store.active_files(conn)
+            behind = [n for n, size in target.items() if n not in files or files[n].offset < size]
+            if not behind:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+    finally:
+        conn.close()
+
+
+def _complete_size(path: Path, size: int) -> int:
+    """The size of `path` up to and including its last b"\n" (complete lines only)."""
+    try:
+        with open(path, "rb") as f:
+            pos = size
+            while pos > 0:
+                start = max(0, pos - 65536)
+                f.seek(start)
+                i = f.read(pos - start).rfind(b"\n")
+                if i >= 0:
+                    return start + i + 1
+                pos = start
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def _count_newlines(path: Path, start: int, end: int) -> int:
+    total = 0
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            remaining = end - start
+            while remaining > 0:
+                block = f.read(min(1 << 20, remaining))
+                if not block:
+                    break
+                total += block.count(b"\n")
+                remaining -= len(block)
+    except FileNotFoundError:
+        return 0
+    return total

@@ -1,0 +1,23 @@
+"""ctxd's read path: token budgets, memory of decisions/failures/constraints, injection, resume.
+
+Exports are resolved lazily so the CLI's fast commands do not load tiktoken or the scheduler.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from summarizer.inject import ContextAgent
+
+_EXPORTS = {"ContextAgent": "summarizer.inject"}
+
+__all__ = ["ContextAgent"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'summarizer' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
