@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("json", "text"), default="json", help="output format (default json)"
     )
     p.add_argument("--include-metadata", action="store_true", help="include file metadata")
+    from summarizer import cli_memory, cli_sessions
+
+    cli_memory.register(add)
+    cli_sessions.register(add)
     return parser
 
 

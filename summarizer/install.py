@@ -1,0 +1,350 @@
+"""`ctxd init`: merge ctxd's hooks into a Claude Code settings file and remove exactly those."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import itertools
+import json
+import os
+import shlex
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "EVENTS", "HookCommand", "InstallReport", "IsOurs", "MergeResult", "SettingsError", "Spec",
+    "ctxd_hook_spec", "default_hook_command", "ensure_gitignored", "install", "is_ctxd_handler",
+    "merge_hooks", "remove_hooks", "uninstall",
+]  # fmt: skip
+
+EVENTS: tuple[str, ...] = (
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+    "SubagentStart", "SubagentStop", "Stop", "PreCompact", "PostCompact", "SessionEnd",
+    "TaskCreated", "TaskCompleted",
+)  # fmt: skip
+# PreToolUse serialises against the tool, so ctxd listens only where it needs a subagent's
+# prompt; `Task` is the pre-2.1.63 name of `Agent` and may still be what a matcher sees.
+_MATCHERS = {"PreToolUse": "Agent|Task"}
+# SessionStart may build the resume context; every other hook only appends one spool line.
+_DEFAULT_TIMEOUTS_S = {event: 5 for event in EVENTS} | {"SessionStart": 10, "SessionEnd": 5}
+# Claude Code's own default; anything larger is almost surely milliseconds (reference §7 #14).
+_MAX_TIMEOUT_S = 600
+_STRICT = "Claude Code reads strict JSON (no comments, no trailing commas)"
+_FIX = "fix or move the file aside, then run `ctxd init` again"
+
+IsOurs = Callable[[dict[str, Any]], bool]
+Spec = dict[str, list[dict[str, Any]]]  # event -> matcher groups, shaped as in settings.json
+
+
+class SettingsError(ValueError):
+    """A settings file is not strict JSON or its `hooks` tree has the wrong shape."""
+
+
+@dataclass(frozen=True)
+class HookCommand:
+    """The hook's argv, run in exec form (no shell, so no shell-profile noise on stdout)."""
+
+    argv: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.argv or not all(isinstance(a, str) and a for a in self.argv):
+            raise ValueError(f"hook argv must be non-empty strings, got {self.argv!r}")
+        if not (os.path.isabs(self.argv[0]) or self.argv[0].startswith("${CLAUDE_")):
+            raise ValueError(f"hook program must be an absolute path, got {self.argv[0]!r}")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """A new settings document and what changed, as `Event [matcher] -> command` labels."""
+
+    settings: dict[str, Any]
+    added: list[str]
+    already_present: list[str]
+    removed: list[str]
+    updated: list[str] = field(default_factory=list)  # ours, rewritten in place
+
+    @property
+    def changes(self) -> list[str]:
+        """Human-readable change lines: `+` added, `~` updated in place, `-` removed."""
+        pairs = (("+", self.added), ("~", self.updated), ("-", self.removed))
+        return [f"{sign} {label}" for sign, labels in pairs for label in labels]
+
+
+@dataclass(frozen=True)
+class InstallReport:
+    """Where install/uninstall wrote (or would write), the backup it made, and the changes."""
+
+    path: Path
+    backup: Path | None
+    changes: list[str]
+
+
+def default_hook_command() -> HookCommand:
+    """This interpreter running `indexer/hook.py` as a script (`-I -S`: no site, fast start)."""
+    found = importlib.util.find_spec("indexer.hook")
+    if found is None or found.origin is None:
+        raise RuntimeError("indexer.hook is not importable; reinstall ctxd")
+    # abspath, not resolve: the venv's python symlink is what identifies the installation.
+    return HookCommand((os.path.abspath(sys.executable), "-I", "-S", os.path.abspath(found.origin)))
+
+
+def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = None) -> Spec:
+    """The matcher groups ctxd wants per event; `timeouts` overrides the defaults (seconds)."""
+    chosen = dict(timeouts or {})
+    unknown = sorted(set(chosen) - set(EVENTS))
+    if unknown:
+        raise ValueError(f"timeouts for unknown events: {', '.join(unknown)}")
+    for event, value in chosen.items():
+        if type(value) is not int or not 1 <= value <= _MAX_TIMEOUT_S:
+            raise ValueError(f"timeout for {event} must be 1..600 seconds (not ms): {value!r}")
+    base = {"type": "command", "command": command.argv[0], "args": list(command.argv[1:])}
+    if not is_ctxd_handler(base):
+        # Otherwise the next install could not find the handler again and would duplicate it.
+        raise ValueError(f"not a ctxd hook command (ctxd-hook or indexer/hook.py): {command.argv}")
+    spec: Spec = {}
+    for event in EVENTS:
+        timeout = chosen.get(event, _DEFAULT_TIMEOUTS_S[event])
+        group: dict[str, Any] = {"matcher": _MATCHERS[event]} if event in _MATCHERS else {}
+        group["hooks"] = [{**base, "args": list(command.argv[1:]), "timeout": timeout}]
+        spec[event] = [group]
+    return spec
+
+
+def is_ctxd_handler(handler: dict[str, Any]) -> bool:
+    """True for a command handler that runs ctxd-hook, `…/indexer/hook.py` or `-m indexer.hook`.
+
+    The entry point is the marker: Claude Code validates settings, so an extra key could get
+    the whole file rejected, and a `statusMessage` would show in the user's spinner.
+    """
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    command, args = handler.get("command"), handler.get("args")
+    words: list[str] = []
+    if isinstance(command, str) and command.strip():
+        words.append(command.split()[-1])  # shell form: the script is the last word
+    if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
+        words.append(args[-1])
+        if any(args[i : i + 2] == ["-m", "indexer.hook"] for i in range(len(args))):
+            return True
+    return any(_is_entry_point(w) for w in words)
+
+
+def merge_hooks(settings: dict[str, Any], spec: Spec, *, is_ours: IsOurs = is_ctxd_handler,
+                ) -> MergeResult:  # fmt: skip
+    """Return `settings` with exactly `spec`'s handlers installed; the input is not modified.
+
+    Ours under the same matcher is updated in place (keys the user added to it are kept); ours
+    elsewhere (an old matcher, a duplicate, an event not in `spec`) is removed; a missing one
+    goes in a group of its own at the end of the event. A user's group is never edited, so
+    uninstall can drop ctxd's groups whole.
+    """
+    doc = _checked_copy(settings)
+    hooks: dict[str, Any] = doc.get("hooks", {})
+    result = MergeResult(doc, [], [], [], [])
+    for event in [e for e in hooks if e not in spec]:
+        result.removed.extend(_strip_event(hooks, event, is_ours))
+    for event, wanted_groups in spec.items():
+        _merge_event(hooks, event, wanted_groups, is_ours, result)
+    if hooks:  # a no-op when it was there; otherwise it goes last
+        doc["hooks"] = hooks
+    return result
+
+
+def remove_hooks(settings: dict[str, Any], is_ours: IsOurs) -> MergeResult:
+    """Return `settings` without `is_ours` handlers (nor what that empties); input unmodified."""
+    doc = _checked_copy(settings)
+    removed: list[str] = []
+    hooks = doc.get("hooks", {})
+    for event in list(hooks):
+        removed += _strip_event(hooks, event, is_ours)
+    if removed and not hooks:
+        del doc["hooks"]
+    return MergeResult(doc, [], [], removed)
+
+
+def install(settings_path: Path, command: HookCommand, *, dry_run: bool = False,
+            timeouts: Mapping[str, int] | None = None) -> InstallReport:  # fmt: skip
+    """Merge ctxd's hooks into `settings_path` (created if missing); no write if nothing changes."""
+    spec = ctxd_hook_spec(command, timeouts)
+    return _rewrite(settings_path, dry_run, lambda s: merge_hooks(s, spec))
+
+
+def uninstall(settings_path: Path, *, dry_run: bool = False) -> InstallReport:
+    """Remove every ctxd handler from `settings_path`; a missing file means nothing to do."""
+    return _rewrite(settings_path, dry_run, lambda s: remove_hooks(s, is_ctxd_handler))
+
+
+def ensure_gitignored(project_root: Path, entry: str = ".ctxd/") -> bool:
+    """Append `entry` to `<project_root>/.gitignore` unless an equivalent line is there."""
+    path = project_root / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    name = entry.strip("/")
+    same = {name, f"{name}/", f"/{name}", f"/{name}/", f"**/{name}", f"**/{name}/"}
+    if any(line.strip() in same for line in text.split("\n")):
+        return False
+    with path.open("a", encoding="utf-8") as f:
+        f.write(("" if not text or text.endswith("\n") else "\n") + entry + "\n")
+    return True
+
+
+def _is_entry_point(word: str) -> bool:
+    w = word.strip("'\"").replace("\\", "/")
+    return any(w == s or w.endswith("/" + s) for s in ("ctxd-hook", "indexer/hook.py"))
+
+
+def _norm_matcher(matcher: object) -> str:
+    # Claude Code treats a missing matcher, "" and "*" alike: match everything.
+    return "" if matcher in (None, "", "*") else str(matcher)
+
+
+def _describe(handler: dict[str, Any]) -> str:
+    text = shlex.join(str(a) for a in [handler.get("command"), *(handler.get("args") or [])])
+    return f"{text} (timeout {handler['timeout']}s)" if "timeout" in handler else text
+
+
+def _label(event: str, matcher: object, handler: dict[str, Any]) -> str:
+    m = _norm_matcher(matcher)
+    return f"{event}{f' [{m}]' if m else ''} -> {_describe(handler)}"
+
+
+def _merge_event(hooks: dict[str, Any], event: str, wanted_groups: list[dict[str, Any]],
+                 is_ours: IsOurs, out: MergeResult) -> None:  # fmt: skip
+    groups: list[dict[str, Any]] = hooks.get(event, [])
+    claimed: set[int] = set()  # ids of our handlers that stay
+    new_groups: list[dict[str, Any]] = []
+    for wanted in wanted_groups:
+        matcher = _norm_matcher(wanted.get("matcher"))
+        new: list[dict[str, Any]] = []
+        for want in wanted.get("hooks", []):
+            hit = next(
+                ((g["hooks"], i) for g in groups if _norm_matcher(g.get("matcher")) == matcher
+                 for i, h in enumerate(g.get("hooks", [])) if id(h) not in claimed and is_ours(h)),
+                None,
+            )  # fmt: skip
+            if hit is None:
+                new.append(copy.deepcopy(want))
+                continue
+            handlers, i = hit
+            have = handlers[i]
+            if all(have.get(k) == v for k, v in want.items()):
+                out.already_present.append(_label(event, matcher, have))
+            else:
+                handlers[i] = {**have, **copy.deepcopy(want)}
+                out.updated.append(f"{_label(event, matcher, handlers[i])} (was {_describe(have)})")
+            claimed.add(id(handlers[i]))
+        if new:
+            new_groups.append({**{k: v for k, v in wanted.items() if k != "hooks"}, "hooks": new})
+            out.added.extend(_label(event, matcher, h) for h in new)
+    if event in hooks:
+        stale = _strip_event(hooks, event, lambda h: is_ours(h) and id(h) not in claimed)
+        out.removed.extend(stale)
+    if new_groups:
+        hooks.setdefault(event, []).extend(new_groups)
+
+
+def _strip_event(hooks: dict[str, Any], event: str, drop: IsOurs) -> list[str]:
+    """Drop handlers, then a group or the event only if that emptied it (empty ones stay)."""
+    kept_groups: list[dict[str, Any]] = []
+    removed: list[str] = []
+    for group in hooks[event]:
+        handlers = group.get("hooks", [])
+        flags = [drop(h) for h in handlers]
+        if any(flags):
+            gone = [h for h, f in zip(handlers, flags, strict=True) if f]
+            removed += [_label(event, group.get("matcher"), h) for h in gone]
+            group["hooks"] = [h for h, f in zip(handlers, flags, strict=True) if not f]
+            if not group["hooks"]:
+                continue
+        kept_groups.append(group)
+    if removed and not kept_groups:
+        del hooks[event]
+    else:
+        hooks[event] = kept_groups
+    return removed
+
+
+def _checked_copy(settings: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(settings, dict):
+        raise SettingsError("the top level is not a JSON object")
+    hooks = settings.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise SettingsError('"hooks" is not an object (expected {"EventName": [groups]})')
+    for event, groups in hooks.items():
+        if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+            raise SettingsError(f'"hooks.{event}" is not a list of matcher groups')
+        for handlers in (g.get("hooks", []) for g in groups):
+            if not isinstance(handlers, list) or not all(isinstance(h, dict) for h in handlers):
+                raise SettingsError(f'"hooks.{event}" has a group whose "hooks" is not a list')
+    return copy.deepcopy(settings)
+
+
+def _load(requested: Path) -> tuple[Path, bytes | None, dict[str, Any]]:
+    """(real path, raw bytes or None if missing, parsed document); strict JSON only."""
+    # Write through a symlink (dotfile managers) instead of replacing the link with a file.
+    path = requested.resolve() if requested.is_symlink() else requested
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return path, None, {}
+    if not raw.strip():
+        return path, raw, {}  # an empty (e.g. `touch`ed) file holds no settings yet
+    try:
+        # parse_constant=int rejects NaN and Infinity, which Python accepts and JSON does not.
+        return path, raw, json.loads(raw.decode("utf-8"), parse_constant=int)
+    except json.JSONDecodeError as e:
+        where = f"line {e.lineno} column {e.colno}: {e.msg}"
+        raise SettingsError(f"{path}: invalid JSON ({where}); {_STRICT}; {_FIX}") from None
+    except ValueError as e:  # not UTF-8, or NaN/Infinity
+        raise SettingsError(f"{path}: invalid JSON ({e}); {_FIX}") from None
+
+
+def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], MergeResult],
+             ) -> InstallReport:  # fmt: skip
+    """Load, change, and (unless nothing changed or `dry_run`) back up and write atomically."""
+    path, raw, settings = _load(requested)
+    try:
+        result = change(settings)
+    except SettingsError as e:
+        raise SettingsError(f"{path}: {e}; {_FIX}") from None
+    changes = result.changes
+    if not changes or dry_run:
+        return InstallReport(path, None, changes)
+    data = (json.dumps(result.settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    backup, mode = None, 0o600  # settings may hold secrets in `env`
+    if raw is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        # Two runs in one second must not overwrite the first backup.
+        names = (f"{path.name}.bak-{stamp}" + (f"-{n}" if n else "") for n in itertools.count())
+        backup = next(b for b in map(path.with_name, names) if not b.exists())
+        _write_atomic(backup, raw, 0o600)
+    _write_atomic(path, data, mode)
+    return InstallReport(path, backup, changes)
+
+
+def _write_atomic(path: Path, data: bytes, mode: int) -> None:
+    """Temp file in the same directory, fsync, os.replace, fsync the directory."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
