@@ -18,7 +18,7 @@ class IngestConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     max_line_bytes: int = 64 * 1024 * 1024
     partial_grace_s: float = 120.0
     max_text_chars: int = 16000
-    max_detail_bytes: int = 16384
+    max_detail_bytes: int = 4096
 
 
 class DaemonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

@@ -14,13 +14,22 @@ import msgspec
 from indexer import store
 from indexer.attribution import AgentRegistry
 from indexer.config import Config
-from indexer.models import Entry, HookPayload
+from indexer.models import Entry, Envelope, HookPayload
 from indexer.normalize import PayloadError, normalize
 from indexer.paths import StatePaths, is_valid_session_id
-from indexer.redact import redact_bytes
+from indexer.redact import redact_bytes, redact_entry
 from indexer.spool import LineError, RawLine, decode_envelope, salvage_points, split_lines
 from indexer.store import StoredEntry
-from indexer.tailer import Action, FileState, decide, head_for, marker_for, observe, read_chunk
+from indexer.tailer import (
+    HEAD_BYTES,
+    Action,
+    FileState,
+    decide,
+    head_for,
+    marker_for,
+    observe,
+    read_chunk,
+)
 
 log = logging.getLogger("ctxd.ingest")
 _PAYLOAD = msgspec.json.Decoder(HookPayload)
@@ -146,17 +155,18 @@ class Ingestor:
             consumed = lines[-1].offset + len(lines[-1].data) + 1 - state.offset
         if not lines:
             return self._tail_without_newline(fd, state, size, chunk, now)
-        stats = IngestStats()
+        batch = _Batch(state)
         try:
             with store.transaction(self.conn):
                 line_no = state.line_no
                 for raw in lines:
                     line_no += 1
-                    self._ingest_line(state, raw, line_no, stats)
+                    self._ingest_line(batch, raw, line_no)
+                self._store(batch)
                 self.registry.flush()
                 new_offset = state.offset + consumed
                 head_len, head_hash = state.head_len, state.head_hash
-                if head_len < 64:
+                if head_len < HEAD_BYTES:
                     head_len, head_hash = head_for(fd, new_offset)
                 state = FileState(
                     state.file_id,
@@ -173,8 +183,8 @@ class Ingestor:
         except BaseException:
             self.registry.reset()
             raise
-        stats.bytes = consumed
-        return state, stats, False
+        batch.stats.bytes = consumed
+        return state, batch.stats, False
 
     def _tail_without_newline(
         self, fd: int, state: FileState, size: int, chunk: bytes, now: float
@@ -240,66 +250,40 @@ class Ingestor:
 
     # --- one line ---------------------------------------------------------------------------
 
-    def _ingest_line(
-        self, state: FileState, raw: RawLine, line_no: int, stats: IngestStats
-    ) -> None:
-        stats.lines += 1
+    def _ingest_line(self, batch: _Batch, raw: RawLine, line_no: int) -> None:
+        batch.stats.lines += 1
         data = raw.data
         if not data.strip():
             return  # the separator a hook adds after a torn fragment
-        data = redact_bytes(data)
         try:
             env = decode_envelope(data)
         except LineError as e:
-            self._salvage(state, raw.offset, data, line_no, str(e), stats)
+            self._salvage(batch, raw.offset, data, line_no, str(e))
             return
-        self._ingest_envelope(state, raw.offset, line_no, env.ts_ns, env.pid, env.event, stats)
+        self._ingest_envelope(batch, raw.offset, line_no, env)
 
-    def _salvage(
-        self,
-        state: FileState,
-        offset: int,
-        data: bytes,
-        line_no: int,
-        error: str,
-        stats: IngestStats,
-    ) -> None:
+    def _salvage(self, batch: _Batch, offset: int, data: bytes, line_no: int, error: str) -> None:
+        """Split a torn fragment from the record glued behind it (I6); quarantine the rest."""
         for point in salvage_points(data):
             try:
                 env = decode_envelope(data[point:])
             except LineError:
                 continue
-            self._quarantine(
-                state,
-                offset,
-                line_no,
-                f"torn fragment before a record: {error}",
-                data[:point],
-                stats,
+            batch.quarantine(
+                offset, line_no, f"torn fragment before a record: {error}", data[:point]
             )
-            self._ingest_envelope(
-                state, offset + point, line_no, env.ts_ns, env.pid, env.event, stats
-            )
+            self._ingest_envelope(batch, offset + point, line_no, env)
             return
-        self._quarantine(state, offset, line_no, error, data, stats)
+        batch.quarantine(offset, line_no, error, data)
 
-    def _ingest_envelope(
-        self,
-        state: FileState,
-        offset: int,
-        line_no: int,
-        ts_ns: int,
-        pid: int,
-        event: msgspec.Raw,
-        stats: IngestStats,
-    ) -> None:
+    def _ingest_envelope(self, batch: _Batch, offset: int, line_no: int, env: Envelope) -> None:
         try:
-            payload = _PAYLOAD.decode(event)
+            payload = _PAYLOAD.decode(env.event)
             entry = normalize(
                 payload,
-                ts_ns=ts_ns,
-                pid=pid,
-                file_id=state.file_id,
+                ts_ns=env.ts_ns,
+                pid=env.pid,
+                file_id=batch.state.file_id,
                 offset=offset,
                 line_no=line_no,
                 max_text_chars=self.config.ingest.max_text_chars,
@@ -308,73 +292,110 @@ class Ingestor:
             if not is_valid_session_id(entry.session_id):
                 raise PayloadError(f"session_id {entry.session_id[:80]!r} is not a valid id")
         except (msgspec.DecodeError, ValueError) as e:
-            self._quarantine(state, offset, line_no, f"bad hook payload: {e}", bytes(event), stats)
+            batch.quarantine(offset, line_no, f"bad hook payload: {e}", bytes(env.event))
             return
-        entry = self.registry.attribute(entry)
-        entry_id = store.insert_entry(self.conn, entry)
-        if not entry_id:
-            stats.duplicates += 1
+        batch.pending.append((redact_entry(self.registry.attribute(entry)), payload))
+
+    def _store(self, batch: _Batch) -> None:
+        """Insert the batch's entries and quarantined lines; update the session catalog."""
+        now_ns = time.time_ns()
+        for offset, line_no, error, data in batch.quarantined:
+            store.insert_quarantine(
+                self.conn,
+                batch.state.file_id,
+                batch.state.name,
+                offset,
+                line_no,
+                error,
+                redact_bytes(data[:_QUARANTINE_RAW_BYTES]),
+                now_ns,
+            )
+        inserted = store.insert_entries(self.conn, [e for e, _ in batch.pending])
+        stats = batch.stats
+        stats.quarantined += len(batch.quarantined)
+        stats.entries += len(inserted)
+        stats.duplicates += len(batch.pending) - len(inserted)
+        if not inserted:
             return
-        stats.entries += 1
         if self.keep_inserted:
-            stats.inserted.append(StoredEntry(entry_id, entry))
-        self._update_session(entry, payload)
+            stats.inserted.extend(inserted)
+        payloads = {(e.ts_ns, e.pid): p for e, p in batch.pending}
+        deltas: dict[str, _SessionDelta] = {}
+        for se in inserted:
+            _add_to_session(deltas, se.entry, payloads[(se.entry.ts_ns, se.entry.pid)])
+        for session_id, d in deltas.items():
+            self._update_session(session_id, d)
 
-    def _quarantine(
-        self,
-        state: FileState,
-        offset: int,
-        line_no: int,
-        error: str,
-        data: bytes,
-        stats: IngestStats,
-    ) -> None:
-        stats.quarantined += 1
-        store.insert_quarantine(
-            self.conn,
-            state.file_id,
-            state.name,
-            offset,
-            line_no,
-            error,
-            data[:_QUARANTINE_RAW_BYTES],
-            time.time_ns(),
-        )
-
-    def _update_session(self, e: Entry, p: HookPayload) -> None:
-        status = {
-            "session_start": "active",
-            "prompt": "active",
-            "session_end": "ended",
-            "pre_compact": "compacted",
-            "post_compact": "compacted",
-        }.get(e.event, "")
+    def _update_session(self, session_id: str, d: _SessionDelta) -> None:
         self.conn.execute(
             "INSERT INTO sessions(session_id, first_ns, last_ns, cwd, title, first_prompt, events,"
-            " failures, status, end_reason, compactions) VALUES (?,?,?,?,?,?,1,?,?,?,?)"
+            " failures, status, end_reason, compactions) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT(session_id) DO UPDATE SET first_ns=min(first_ns, excluded.first_ns),"
             " last_ns=max(last_ns, excluded.last_ns),"
             " cwd=CASE WHEN excluded.cwd<>'' THEN excluded.cwd ELSE cwd END,"
             " title=CASE WHEN excluded.title<>'' THEN excluded.title ELSE title END,"
             " first_prompt=CASE WHEN first_prompt='' THEN excluded.first_prompt"
-            " ELSE first_prompt END, events=events+1, failures=failures+excluded.failures,"
+            " ELSE first_prompt END, events=events+excluded.events,"
+            " failures=failures+excluded.failures,"
             " status=CASE WHEN excluded.status<>'' THEN excluded.status ELSE status END,"
             " end_reason=CASE WHEN excluded.status='ended' THEN excluded.end_reason"
             " WHEN excluded.status='active' THEN '' ELSE end_reason END,"
             " compactions=compactions+excluded.compactions",
             (
-                e.session_id,
-                e.ts_ns,
-                e.ts_ns,
-                e.cwd,
-                p.session_title,
-                e.text[:500] if e.event == "prompt" else "",
-                int(e.event in ("tool_failure", "agent_failed")),
-                status,
-                p.reason if e.event == "session_end" else "",
-                int(e.event == "post_compact"),
+                session_id,
+                d.first_ns,
+                d.last_ns,
+                d.cwd,
+                d.title,
+                d.first_prompt,
+                d.events,
+                d.failures,
+                d.status,
+                d.end_reason,
+                d.compactions,
             ),
         )
+
+
+_STATUS_BY_EVENT = {
+    "session_start": "active",
+    "prompt": "active",
+    "session_end": "ended",
+    "pre_compact": "compacted",
+    "post_compact": "compacted",
+}
+
+
+def _add_to_session(deltas: dict[str, _SessionDelta], e: Entry, p: HookPayload) -> None:
+    d = deltas.get(e.session_id)
+    if d is None:
+        d = deltas[e.session_id] = _SessionDelta(e.ts_ns, e.ts_ns)
+    d.first_ns = min(d.first_ns, e.ts_ns)
+    d.last_ns = max(d.last_ns, e.ts_ns)
+    d.events += 1
+    d.cwd = e.cwd or d.cwd
+    d.title = p.session_title or d.title
+    if e.event == "prompt" and not d.first_prompt:
+        d.first_prompt = e.text[:500]
+    d.failures += e.event in ("tool_failure", "agent_failed")
+    d.compactions += e.event == "post_compact"
+    status = _STATUS_BY_EVENT.get(e.event, "")
+    if status:
+        d.status = status
+        d.end_reason = p.reason if status == "ended" else ""
+
+
+class _Batch:
+    """The entries, quarantined lines and counts of one transaction."""
+
+    def __init__(self, state: FileState) -> None:
+        self.state = state
+        self.stats = IngestStats()
+        self.pending: list[tuple[Entry, HookPayload]] = []
+        self.quarantined: list[tuple[int, int, str, bytes]] = []
+
+    def quarantine(self, offset: int, line_no: int, error: str, data: bytes) -> None:
+        self.quarantined.append((offset, line_no, error, data))
 
 
 def _replace_partial(state: FileState, now: float, pending: int) -> FileState:

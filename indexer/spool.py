@@ -43,6 +43,20 @@ class LineError(ValueError):
     """A spool line that cannot be decoded; the message says why."""
 
 
+# A lone UTF-16 surrogate escape (JSON.stringify writes them for broken strings, seen in
+# Windows payloads of the corpus) makes msgspec reject the whole line. Such escapes are
+# replaced by U+FFFD, as tiktoken and Python's "replace" error handler would.
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def repair_surrogates(line: bytes) -> bytes:
+    """Replace lone surrogate escapes by \\ufffd so the line decodes."""
+    return _LONE_SURROGATE.sub(rb"\\ufffd", line)
+
+
 def decode_envelope(line: bytes) -> Envelope:
     """Decode one spool line; raise LineError if it is not a complete, known envelope.
 
@@ -53,13 +67,26 @@ def decode_envelope(line: bytes) -> Envelope:
     try:
         env = _ENVELOPE_DECODER.decode(line)
     except (msgspec.DecodeError, ValueError) as e:  # invalid UTF-8 raises UnicodeDecodeError
-        raise LineError(f"not a spool envelope: {e}") from e
+        if "surrogate" not in str(e):
+            raise LineError(f"not a spool envelope: {e}") from e
+        line = repair_surrogates(line)
+        try:
+            env = _ENVELOPE_DECODER.decode(line)
+        except (msgspec.DecodeError, ValueError) as e2:
+            raise LineError(f"not a spool envelope: {e2}") from e2
     if env.ctxd != ENVELOPE_VERSION:
         raise LineError(f"unknown envelope version {env.ctxd}")
     raw = bytes(env.event)
     tail = line.rstrip(b" \t\r")
     if not tail.endswith(b"}") or not tail[:-1].rstrip().endswith(raw):
         raise LineError("envelope event is not the last member (payload fragment?)")
+    if not raw.isascii():
+        # msgspec does not validate the bytes of a Raw member: invalid UTF-8 inside the event
+        # would pass here, be stored in `detail`, and break every later decode of it.
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise LineError(f"event is not valid UTF-8 ({e.reason} at byte {e.start})") from e
     return env
 
 

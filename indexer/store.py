@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -30,15 +31,13 @@ CREATE INDEX IF NOT EXISTS files_name ON files(name, active);
 CREATE TABLE IF NOT EXISTS entries(
     id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, offset INTEGER NOT NULL,
     line_no INTEGER NOT NULL, ts_ns INTEGER NOT NULL, pid INTEGER NOT NULL,
-    session_id TEXT NOT NULL, hook_event TEXT NOT NULL, event TEXT NOT NULL,
+    tool_key INTEGER, session_id TEXT NOT NULL, hook_event TEXT NOT NULL, event TEXT NOT NULL,
     agent_id TEXT NOT NULL, agent_type TEXT NOT NULL, cc_agent_id TEXT NOT NULL,
     tool_name TEXT NOT NULL, tool_use_id TEXT NOT NULL, description TEXT NOT NULL,
     instruction TEXT NOT NULL, output_summary TEXT NOT NULL, error TEXT NOT NULL,
     files TEXT NOT NULL, text TEXT NOT NULL, cwd TEXT NOT NULL, detail BLOB NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_source ON entries(file_id, offset);
 CREATE UNIQUE INDEX IF NOT EXISTS entries_event ON entries(ts_ns, pid);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_tool ON entries(session_id, tool_use_id, hook_event)
-    WHERE tool_use_id <> '';
+CREATE UNIQUE INDEX IF NOT EXISTS entries_tool ON entries(tool_key) WHERE tool_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_agent ON entries(session_id, agent_id, id);
 CREATE TABLE IF NOT EXISTS sessions(
     session_id TEXT PRIMARY KEY, first_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,
@@ -65,10 +64,10 @@ CREATE TABLE IF NOT EXISTS dirty_views(session_id TEXT NOT NULL, view TEXT NOT N
 """
 
 _INSERT_ENTRY = (
-    "INSERT OR IGNORE INTO entries(file_id, offset, line_no, ts_ns, pid, session_id, hook_event,"
-    " event, agent_id, agent_type, cc_agent_id, tool_name, tool_use_id, description, instruction,"
-    " output_summary, error, files, text, cwd, detail)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "INSERT OR IGNORE INTO entries(file_id, offset, line_no, ts_ns, pid, tool_key, session_id,"
+    " hook_event, event, agent_id, agent_type, cc_agent_id, tool_name, tool_use_id, description,"
+    " instruction, output_summary, error, files, text, cwd, detail)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 ENTRY_COLUMNS = (
     "id, file_id, offset, line_no, ts_ns, pid, session_id, hook_event, event, agent_id,"
@@ -214,35 +213,62 @@ def retire_file(conn: sqlite3.Connection, file_id: int) -> None:
 # --- entries ------------------------------------------------------------------------------
 
 
-def insert_entry(conn: sqlite3.Connection, e: Entry) -> int:
-    """Insert one entry; return its id, or 0 when it is a duplicate (I3)."""
-    cur = conn.execute(
-        _INSERT_ENTRY,
-        (
-            e.file_id,
-            e.offset,
-            e.line_no,
-            e.ts_ns,
-            e.pid,
-            e.session_id,
-            e.hook_event,
-            e.event,
-            e.agent_id,
-            e.agent_type,
-            e.cc_agent_id,
-            e.tool_name,
-            e.tool_use_id,
-            e.description,
-            e.instruction,
-            e.output_summary,
-            e.error,
-            _files_encoder.encode(e.files).decode() if e.files else "",
-            e.text,
-            e.cwd,
-            bytes(e.detail),
-        ),
+def tool_key(e: Entry) -> int | None:
+    """The dedupe key of a tool event: (session_id, tool_use_id, hook_event), a 64-bit hash.
+
+    Claude Code may deliver the same tool event twice (parallel hooks, retries); an integer key
+    keeps the unique index small and fast. A collision of 64-bit hashes is not a practical risk.
+    """
+    if not e.tool_use_id:
+        return None
+    raw = f"{e.session_id}\x00{e.tool_use_id}\x00{e.hook_event}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
+
+
+def insert_entries(conn: sqlite3.Connection, entries: Sequence[Entry]) -> list[StoredEntry]:
+    """Insert entries, skipping duplicates (I3); return the ones stored, with their ids.
+
+    One executemany per batch; the ids of the rows actually inserted are read back in one query
+    (new rows get ids above the previous maximum), so duplicates cost nothing extra.
+    """
+    if not entries:
+        return []
+    before = max_entry_id(conn)
+    conn.executemany(_INSERT_ENTRY, [_entry_row(e) for e in entries])
+    stored = conn.execute(
+        "SELECT id, ts_ns, pid FROM entries WHERE id>? ORDER BY id", (before,)
+    ).fetchall()
+    by_key: dict[tuple[int, int], Entry] = {}
+    for e in entries:
+        by_key.setdefault((e.ts_ns, e.pid), e)  # OR IGNORE keeps the first of equal keys
+    return [StoredEntry(row[0], by_key[(row[1], row[2])]) for row in stored]
+
+
+def _entry_row(e: Entry) -> tuple[Any, ...]:
+    return (
+        e.file_id,
+        e.offset,
+        e.line_no,
+        e.ts_ns,
+        e.pid,
+        tool_key(e),
+        e.session_id,
+        e.hook_event,
+        e.event,
+        e.agent_id,
+        e.agent_type,
+        e.cc_agent_id,
+        e.tool_name,
+        e.tool_use_id,
+        e.description,
+        e.instruction,
+        e.output_summary,
+        e.error,
+        _files_encoder.encode(e.files).decode() if e.files else "",
+        e.text,
+        e.cwd,
+        bytes(e.detail),
     )
-    return cur.lastrowid or 0 if cur.rowcount == 1 else 0
 
 
 def row_to_entry(row: Sequence[Any]) -> StoredEntry:
