@@ -267,7 +267,10 @@ def normalize(
     elif kind in ("stop", "subagent_stop", "stop_failure"):
         text = p.last_assistant_message
         output = p.last_assistant_message
-        description = kind.replace("_", " ")
+        first_line = p.last_assistant_message.strip().split("\n", 1)[0]
+        description = clip(first_line, 200) or kind.replace("_", " ")
+    elif kind == "subagent_start":
+        description = f"subagent started ({p.agent_type or 'agent'})"
     elif kind == "post_compact":
         text = p.compact_summary
         description = f"compaction ({p.trigger or 'unknown'})"
