@@ -77,6 +77,9 @@ class AgentRegistry:
     def attribute(self, e: Entry) -> Entry:
         """Return `e` with its canonical `agent_id` (and agent type) filled in."""
         s = self._session(e.session_id)
+        # A call whose tool_use_id is known already and that would start the agent again is a
+        # duplicate delivery (dropped at insert); it must not undo a completed agent's status.
+        replayed = bool(e.tool_use_id) and e.tool_use_id in s.by_tool
         if e.event in AGENT_EVENTS:
             agent_id = self._agent_call(s, e)
         elif e.cc_agent_id:
@@ -86,12 +89,26 @@ class AgentRegistry:
         row = s.agents[agent_id]
         row.last_ns = max(row.last_ns, e.ts_ns)
         status = _STATUS_BY_EVENT.get(e.event)
+        if status == "running" and replayed and row.status in ("completed", "failed"):
+            status = None
         if status:
             row.status = status
             if status in ("completed", "failed"):
                 row.completed_ns = e.ts_ns
         self._dirty.add((e.session_id, agent_id))
         return msgspec.structs.replace(e, agent_id=agent_id, agent_type=row.agent_type)
+
+    def current(self, e: Entry) -> Entry:
+        """`e` moved to the agent its Claude Code id is linked to now.
+
+        A later event of the same batch may relink the id (see `_link`); `_link` moves the
+        stored entries, and the caller passes the batch's not yet stored ones through here.
+        """
+        s = self._sessions.get(e.session_id) if e.cc_agent_id else None
+        agent_id = s.aliases.get(e.cc_agent_id) if s is not None else None
+        if agent_id is None or agent_id == e.agent_id:
+            return e
+        return msgspec.structs.replace(e, agent_id=agent_id)  # as `_link`'s UPDATE does
 
     def flush(self) -> None:
         """Write changed agents and new aliases (inside the caller's transaction)."""

@@ -101,6 +101,9 @@ def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) 
     base = state_dir(environ, cwd)
     spool_dir = os.path.join(base, "spool")
     if not os.path.isdir(spool_dir):
+        # makedirs applies `mode` to the leaf only: create the state dir itself first so
+        # that it is 0700 too, not 0777 & ~umask (I10).
+        os.makedirs(base, mode=0o700, exist_ok=True)
         os.makedirs(spool_dir, mode=0o700, exist_ok=True)
     ts_ns = time.time_ns()
     name = segment_name(ts_ns)
@@ -127,6 +130,11 @@ def _session_start(payload: bytes, base: str) -> None:
             import site
 
             site.main()
+        # `summarizer` ships beside `indexer`; as a script from a checkout that directory is
+        # not on sys.path (sys.path[0] is indexer/ itself).
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if root not in sys.path:
+            sys.path.append(root)
         from summarizer.resume_hook import session_start_output
 
         text = session_start_output(payload, base)

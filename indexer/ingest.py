@@ -255,6 +255,12 @@ class Ingestor:
         data = raw.data
         if not data.strip():
             return  # the separator a hook adds after a torn fragment
+        if len(data) > self.config.ingest.max_line_bytes:
+            # A long line that fits in one read chunk (batch_bytes > max_line_bytes) must be
+            # judged like one that does not: quarantined whatever the chunk boundaries.
+            error = f"line exceeds [ingest] max_line_bytes ({len(data)} bytes)"
+            batch.quarantine(raw.offset, line_no, error, data)
+            return
         try:
             env = decode_envelope(data)
         except LineError as e:
@@ -310,6 +316,8 @@ class Ingestor:
                 redact_bytes(data[:_QUARANTINE_RAW_BYTES]),
                 now_ns,
             )
+        # An agent relinked later in this batch must own the batch's earlier entries too.
+        batch.pending = [(self.registry.current(e), p) for e, p in batch.pending]
         inserted = store.insert_entries(self.conn, [e for e, _ in batch.pending])
         stats = batch.stats
         stats.quarantined += len(batch.quarantined)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from indexer import store, views
 from indexer.config import Config, load_config
-from indexer.errors import IndexBusyError
+from indexer.errors import IndexBusyError, StateDirError
 from indexer.fileio import sweep_temp_files
 from indexer.ingest import Ingestor, IngestStats
 from indexer.paths import StatePaths
@@ -53,6 +53,8 @@ def is_locked(paths: StatePaths) -> bool:
         fd = os.open(paths.lock, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
     except FileNotFoundError:
         return False
+    except OSError as e:
+        raise StateDirError(f"cannot open {paths.lock}: {e.strerror}; check the state dir") from e
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
