@@ -5,7 +5,7 @@ shared/corpus/hooks when present (else the demo session), each given a unique to
 a unique (ts_ns, pid) so nothing is deduplicated away. Then measures, in this process:
   1. bare: msgspec.json.decode of every spool line (untyped), the baseline;
   2. ingest: Ingestor.run_once into a fresh index (redact, decode, normalize, attribute, commit);
-  3. ingest + views: the same followed by writing the per-agent views (what the daemon does).
+  3. ingest + views: one daemon pass (IndexWriter.pass_once) on a fresh state dir.
 
     python bench/bench_ingest.py [--events 200000]
 """
@@ -24,12 +24,13 @@ import msgspec
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from indexer import store, views  # noqa: E402
+from indexer import store  # noqa: E402
 from indexer.config import Config  # noqa: E402
 from indexer.hook import build_line  # noqa: E402
 from indexer.ingest import Ingestor  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from indexer.spool import repair_surrogates  # noqa: E402
+from indexer.writer import open_writer  # noqa: E402
 from summarizer.demo_session import demo_session  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus" / "hooks"
@@ -98,12 +99,19 @@ def main() -> None:
         stats = ingestor.run_once()
         ingest_s = time.perf_counter() - t0
         assert stats.entries == args.events, (stats.entries, stats.quarantined, stats.duplicates)
-
-        t0 = time.perf_counter()
-        with store.transaction(conn):
-            views.catch_up(conn, views.ViewWriter(paths))
-        views_s = time.perf_counter() - t0
         conn.close()
+
+        # What the daemon does: the same ingest plus the per-agent views, on a fresh state dir.
+        paths2 = StatePaths(Path(tmp) / "state2")
+        paths2.ensure()
+        for segment in paths.spool.iterdir():
+            segment.rename(paths2.spool / segment.name)
+        writer = open_writer(paths2, Config())
+        t0 = time.perf_counter()
+        writer.start()
+        stats = writer.pass_once()
+        views_s = time.perf_counter() - t0 - ingest_s
+        writer.conn.close()
 
     n = args.events
     bare_rate, ingest_rate = n / bare_s, n / ingest_s

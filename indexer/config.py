@@ -41,6 +41,8 @@ class SummarizerConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     constraints_budget: int = 250
     max_decisions: int = 20
     max_failures: int = 10
+    max_constraints: int = 20
+    context_file_max_tokens: int = 4000
     recency_half_life_h: float = 24.0
     weight_explicit: float = 3.0
     weight_compact_summary: float = 2.0
@@ -50,6 +52,7 @@ class SummarizerConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     backend: str = "extractive"
     command: list[str] = msgspec.field(default_factory=list)
     command_timeout_s: float = 60.0
+    request_timeout_s: float = 30.0
 
 
 class ResumeConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -107,6 +110,15 @@ def _validate(config: Config, source: str) -> None:
             config.summarizer.completions_trigger >= 1,
             "[summarizer] completions_trigger must be >= 1",
         ),
+        (
+            config.summarizer.summary_max_tokens > 0 and config.summarizer.injection_budget > 0,
+            "[summarizer] summary_max_tokens and injection_budget must be > 0",
+        ),
+        (
+            config.summarizer.context_file_max_tokens > 0,
+            "[summarizer] context_file_max_tokens must be > 0",
+        ),
+        (config.summarizer.request_timeout_s > 0, "[summarizer] request_timeout_s must be > 0"),
         (
             config.summarizer.backend in ("extractive", "command"),
             '[summarizer] backend must be "extractive" or "command"',

@@ -18,7 +18,7 @@ def write_atomic(path: Path, data: bytes) -> None:
         tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
     )
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -28,18 +28,6 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.fsync(dfd)
     finally:
         os.close(dfd)
-
-
-def append_bytes(path: Path, data: bytes) -> None:
-    """Append to a private file with O_APPEND, never following a symlink."""
-    ensure_private_dir(path.parent)
-    fd = os.open(
-        path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
-    )
-    try:
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
 
 
 def sweep_temp_files(root: Path) -> int:
@@ -56,7 +44,8 @@ def sweep_temp_files(root: Path) -> int:
     return removed
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is written (short writes happen, e.g. near a full disk)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]

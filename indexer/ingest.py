@@ -297,6 +297,11 @@ class Ingestor:
             )
             if not is_valid_session_id(entry.session_id):
                 raise PayloadError(f"session_id {entry.session_id[:80]!r} is not a valid id")
+            _check_utf8(bytes(entry.detail))
+        except UnicodeDecodeError as e:
+            error = f"bad hook payload: not valid UTF-8 ({e.reason} at byte {e.start})"
+            batch.quarantine(offset, line_no, error, bytes(env.event))
+            return
         except (msgspec.DecodeError, ValueError) as e:
             batch.quarantine(offset, line_no, f"bad hook payload: {e}", bytes(env.event))
             return
@@ -404,6 +409,20 @@ class _Batch:
 
     def quarantine(self, offset: int, line_no: int, error: str, data: bytes) -> None:
         self.quarantined.append((offset, line_no, error, data))
+
+
+def _check_utf8(raw: bytes) -> None:
+    """Reject invalid UTF-8 in raw JSON that is stored as is (`detail`).
+
+    msgspec validates every string it decodes but not the bytes of a Raw member: invalid UTF-8
+    there would be stored and break every later decode of it. Only the stored raw part needs
+    the check, which keeps it off the rest of the (often large) line.
+    """
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PayloadError(f"event is not valid UTF-8 ({e.reason} at byte {e.start})") from e
 
 
 def _replace_partial(state: FileState, now: float, pending: int) -> FileState:

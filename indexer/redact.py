@@ -60,9 +60,11 @@ _GENERIC, _AWS_SECRET_TAG = b"[REDACTED:secret]", b"[REDACTED:aws-secret-key]"
 # end, so ya29.a0Af… goes) and environment variable names (authToken: DATABASE_AUTH_TOKEN).
 _REFERENCE = re.compile(rb"[A-Za-z_$]+[0-9]*(?:\.[A-Za-z_$]+[0-9]*)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _PROSE_NEXT = re.compile(rb" [A-Za-z]")
-_PLACEHOLDERS = frozenset(b"none null nil true false undefined str string bytes int bool boolean "
-                          b"number any object optional required redacted empty await new "
-                          b"function lambda self this async".split())
+_PLACEHOLDERS = frozenset(
+    b"none null nil true false undefined str string bytes int bool boolean "
+    b"number any object optional required redacted empty await new "
+    b"function lambda self this async".split()
+)
 
 
 def _escaped(s: bytes, i: int) -> bool:
@@ -128,8 +130,10 @@ class _Scan:
     def token(self, start: int, pattern: re.Pattern[bytes], kind: str, group: int = 0) -> bool:
         m = pattern.match(self.data, start) if start >= 0 else None
         # A random key always has a digit; a long hyphenated word after "sk-" need not.
-        if m is None or (group == 0 and not _starts_token(self.data, start)) or (
-            kind == "openai-key" and _DIGIT.search(self.data, start, m.end()) is None
+        if (
+            m is None
+            or (group == 0 and not _starts_token(self.data, start))
+            or (kind == "openai-key" and _DIGIT.search(self.data, start, m.end()) is None)
         ):
             return False
         self.edits.append((m.start(group), m.end(group), b"[REDACTED:%s]" % kind.encode()))
@@ -204,20 +208,45 @@ _P_WORDS = (b"password", b"passwd", b"passphrase", b"pwd")
 # (gate, scans the lower-cased copy?, a byte the line must hold first, handler). Every gate
 # starts with a literal; on a hit, finditer resumes there and the handler checks each match.
 _GATES: tuple[tuple[re.Pattern[bytes], bool, bytes | None, _Handler], ...] = (
-    (re.compile(rb"A(?:[KS]IA|Iza)"), False, None, lambda scan, m: scan.token(
-        m.start(), _AWS, "aws-access-key") or scan.token(m.start(), _GOOGLE, "google-api-key")),
-    (re.compile(rb"g(?:h[pousr]_|ithub_pat_)"), False, None,
-     lambda scan, m: scan.token(m.start(), _GITHUB, "github-token")),
+    (
+        re.compile(rb"A(?:[KS]IA|Iza)"),
+        False,
+        None,
+        lambda scan, m: (
+            scan.token(m.start(), _AWS, "aws-access-key")
+            or scan.token(m.start(), _GOOGLE, "google-api-key")
+        ),
+    ),
+    (
+        re.compile(rb"g(?:h[pousr]_|ithub_pat_)"),
+        False,
+        None,
+        lambda scan, m: scan.token(m.start(), _GITHUB, "github-token"),
+    ),
     (re.compile(rb"yJ"), False, None, lambda scan, m: scan.token(m.start() - 1, _JWT, "jwt")),
-    (re.compile(rb"xox"), False, None,
-     lambda scan, m: scan.token(m.start(), _SLACK, "slack-token")),
-    (re.compile(rb"://"), False, b"@",  # group 1: only the password goes
-     lambda scan, m: scan.token(m.start(), _URL_CREDS, "url-credentials", 1)),
+    (
+        re.compile(rb"xox"),
+        False,
+        None,
+        lambda scan, m: scan.token(m.start(), _SLACK, "slack-token"),
+    ),
+    (
+        re.compile(rb"://"),
+        False,
+        b"@",  # group 1: only the password goes
+        lambda scan, m: scan.token(m.start(), _URL_CREDS, "url-credentials", 1),
+    ),
     (re.compile(rb"k(?:e[ny]" + _SEP + rb"|-|_live_|_test_|\.com/services/)"), True, None, _on_k),
     (re.compile(rb"p(?:rivate|(?:ass(?:word|wd|phrase)|wd)" + _SEP + rb")"), True, None, _on_p),
-    (re.compile(rb"cret" + _SEP), True, None,  # secret, client_secret
-     lambda scan, m: scan.lower[max(0, m.start() - 2) : m.start()] == b"se"
-     and scan.assignment(m.start() + 4)),
+    (
+        re.compile(rb"cret" + _SEP),
+        True,
+        None,  # secret, client_secret
+        lambda scan, m: (
+            scan.lower[max(0, m.start() - 2) : m.start()] == b"se"
+            and scan.assignment(m.start() + 4)
+        ),
+    ),
 )
 
 
@@ -285,14 +314,28 @@ _ENTRY_TEXT = ("description", "instruction", "output_summary", "error", "text", 
 
 
 def redact_entry(entry: Entry) -> Entry:
-    """entry with free text, files and raw detail redacted (ids kept); same object if unchanged."""
+    """entry with free text, files and raw detail redacted (ids kept); same object if unchanged.
+
+    One prefilter pass over the stored fields decides whether any rule can match; only then
+    is each field redacted. For a tool event the description, files and instruction are derived
+    from the tool input, which `detail` holds whole unless it was clipped, so the probe is
+    `detail` plus the output and the error: each stored byte is scanned once.
+    """
+    detail = bytes(entry.detail)
+    if entry.tool_name and b"[truncated]" not in detail:
+        texts = [entry.output_summary, entry.error, entry.cwd]
+    else:
+        texts = [getattr(entry, name) for name in _ENTRY_TEXT]
+        texts.extend(entry.files)
+    probe = "\n".join(texts).encode("utf-8", "surrogatepass") + b"\n" + detail
+    if not may_contain_secret(probe):
+        return entry
     changes: dict[str, Any] = {}
     for name in _ENTRY_TEXT:
         if (new := redact_text(value := getattr(entry, name))) is not value:
             changes[name] = new
     if (files := tuple(redact_text(f) for f in entry.files)) != entry.files:
         changes["files"] = files
-    detail = bytes(entry.detail)
     if detail and (new_detail := redact_bytes(detail)) is not detail:
         changes["detail"] = type(entry.detail)(new_detail)  # msgspec.Raw, without importing it
     if not changes:

@@ -80,13 +80,6 @@ def decode_envelope(line: bytes) -> Envelope:
     tail = line.rstrip(b" \t\r")
     if not tail.endswith(b"}") or not tail[:-1].rstrip().endswith(raw):
         raise LineError("envelope event is not the last member (payload fragment?)")
-    if not raw.isascii():
-        # msgspec does not validate the bytes of a Raw member: invalid UTF-8 inside the event
-        # would pass here, be stored in `detail`, and break every later decode of it.
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise LineError(f"event is not valid UTF-8 ({e.reason} at byte {e.start})") from e
     return env
 
 

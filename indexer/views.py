@@ -10,15 +10,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import msgspec
 
 from indexer import store
-from indexer.fileio import append_bytes, write_atomic
+from indexer.fileio import write_all, write_atomic
 from indexer.models import Entry, ViewLine
-from indexer.paths import StatePaths, is_valid_view_name
+from indexer.paths import FILE_MODE, StatePaths, ensure_private_dir, is_valid_view_name
 from indexer.store import StoredEntry
 
 INSTRUCTION_EVENTS = frozenset({"agent_start", "agent_complete", "agent_launched", "agent_failed"})
@@ -70,26 +70,45 @@ def view_files(paths: StatePaths, e: Entry) -> list[Path]:
     return files
 
 
+_MAX_OPEN_VIEWS = 128
+
+
 class ViewWriter:
-    """Appends entries to their view files; remembers each file's last seq once read."""
+    """Appends entries to their view files; remembers each file's last seq once read.
+
+    Keeps up to `_MAX_OPEN_VIEWS` view files open (least recently used closed first): opening
+    a file costs far more than appending a few lines to it, and a daemon pass touches the same
+    few views again and again.
+    """
 
     def __init__(self, paths: StatePaths) -> None:
         self.paths = paths
         self._last_seq: dict[Path, int] = {}
+        self._fds: dict[Path, int] = {}  # insertion order = least recently used first
+        self._dirs: set[Path] = set()
 
     def append(self, entries: Iterable[StoredEntry]) -> int:
         """Append entries (ascending ids) to their views; return lines written."""
         groups: dict[Path, list[tuple[int, bytes]]] = {}
+        targets: dict[tuple[str, str, bool], list[Path]] = {}  # path building is not free
         for se in entries:
-            line = _ENCODER.encode(view_line(se.id, se.entry)) + b"\n"
-            for path in view_files(self.paths, se.entry):
+            e = se.entry
+            key = (e.session_id, e.agent_id, e.event in INSTRUCTION_EVENTS)
+            files = targets.get(key)
+            if files is None:
+                files = targets[key] = view_files(self.paths, e)
+            line = _ENCODER.encode(view_line(se.id, e)) + b"\n"
+            for path in files:
                 groups.setdefault(path, []).append((se.id, line))
         written = 0
         for path, lines in groups.items():
-            last = self._seq_of(path)
+            fd = self._fd(path)
+            last = self._last_seq.get(path)
+            if last is None:
+                last = self._last_seq[path] = last_seq_of_fd(fd)
             fresh = [line for seq, line in lines if seq > last]
             if fresh:
-                append_bytes(path, b"".join(fresh))
+                write_all(fd, b"".join(fresh))
                 self._last_seq[path] = lines[-1][0]
                 written += len(fresh)
         return written
@@ -101,28 +120,57 @@ class ViewWriter:
             _ENCODER.encode(view_line(se.id, se.entry)) + b"\n"
             for se in store.agent_entries(conn, session_id, view)
         ]
+        self._drop(path)  # an open fd would keep writing to the replaced file
         write_atomic(path, b"".join(chunks))
-        self._last_seq.pop(path, None)
 
     def forget(self) -> None:
-        """Drop remembered positions (after files were rewritten behind our back)."""
+        """Close open views and drop remembered positions (files changed behind our back)."""
+        for path in list(self._fds):
+            self._drop(path)
         self._last_seq.clear()
 
-    def _seq_of(self, path: Path) -> int:
-        seq = self._last_seq.get(path)
-        if seq is None:
-            seq = last_seq(path)
-            self._last_seq[path] = seq
-        return seq
+    def close(self) -> None:
+        """Close every open view file."""
+        self.forget()
+
+    def _fd(self, path: Path) -> int:
+        fd = self._fds.pop(path, None)
+        if fd is None:
+            if path.parent not in self._dirs:
+                ensure_private_dir(path.parent)
+                self._dirs.add(path.parent)
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(path, flags, FILE_MODE)
+            if len(self._fds) >= _MAX_OPEN_VIEWS:
+                self._drop(next(iter(self._fds)))
+        self._fds[path] = fd
+        return fd
+
+    def _drop(self, path: Path) -> None:
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+        self._last_seq.pop(path, None)
 
 
-def catch_up(conn: sqlite3.Connection, writer: ViewWriter) -> int:
-    """Bring every view up to date with the index; return lines written."""
+def catch_up(
+    conn: sqlite3.Connection, writer: ViewWriter, known: Sequence[StoredEntry] = ()
+) -> int:
+    """Bring every view up to date with the index; return lines written.
+
+    `known` may hold the entries just inserted (ascending ids): when they are exactly the ones
+    the views lack, they are appended without reading them back. Not after a re-attribution
+    (dirty views), where their in-memory agent may be stale.
+    """
     written = 0
-    for session_id, view in conn.execute("SELECT session_id, view FROM dirty_views").fetchall():
+    dirty = conn.execute("SELECT session_id, view FROM dirty_views").fetchall()
+    for session_id, view in dirty:
         writer.rebuild(conn, session_id, view)
         conn.execute("DELETE FROM dirty_views WHERE session_id=? AND view=?", (session_id, view))
     upto = int(store.get_meta(conn, "views_upto", "0") or 0)
+    if known and not dirty and known[0].id == upto + 1 and known[-1].id == store.max_entry_id(conn):
+        written += writer.append(known)
+        upto = known[-1].id
     while True:
         batch = store.entries_after(conn, upto, 20000)
         if not batch:
@@ -152,24 +200,29 @@ def last_seq(path: Path) -> int:
     except FileNotFoundError:
         return 0
     try:
-        size = os.fstat(fd).st_size
-        block = 4096
-        while size:
-            start = max(0, size - block)
-            data = os.pread(fd, size - start, start)
-            end = data.rfind(b"\n")
-            if end + 1 != len(data) and (end >= 0 or start == 0):
-                size = start + end + 1  # a torn tail from a crash mid-append: cut it off
-                os.ftruncate(fd, size)
-                continue
-            prev = data.rfind(b"\n", 0, max(end, 0))
-            if prev < 0 and start > 0:
-                block *= 4  # the last line is longer than the block
-                continue
-            try:
-                return _SEQ.decode(data[prev + 1 : end]).seq
-            except (msgspec.DecodeError, ValueError):
-                return 0
-        return 0
+        return last_seq_of_fd(fd)
     finally:
         os.close(fd)
+
+
+def last_seq_of_fd(fd: int) -> int:
+    """last_seq on an open (read-write) file descriptor."""
+    size = os.fstat(fd).st_size
+    block = 4096
+    while size:
+        start = max(0, size - block)
+        data = os.pread(fd, size - start, start)
+        end = data.rfind(b"\n")
+        if end + 1 != len(data) and (end >= 0 or start == 0):
+            size = start + end + 1  # a torn tail from a crash mid-append: cut it off
+            os.ftruncate(fd, size)
+            continue
+        prev = data.rfind(b"\n", 0, max(end, 0))
+        if prev < 0 and start > 0:
+            block *= 4  # the last line is longer than the block
+            continue
+        try:
+            return _SEQ.decode(data[prev + 1 : end]).seq
+        except (msgspec.DecodeError, ValueError):
+            return 0
+    return 0

@@ -88,12 +88,17 @@ class IndexWriter:
         with store.transaction(self.conn):
             return views.catch_up(self.conn, self.views)
 
+    def close(self) -> None:
+        """Close the view files and the index connection."""
+        self.views.close()
+        self.conn.close()
+
     def pass_once(self) -> IngestStats:
         """One ingest pass over the spool, then the views of what it inserted."""
         stats = self.ingestor.run_once()
         if stats.inserted or stats.anomalies:
             with store.transaction(self.conn):
-                views.catch_up(self.conn, self.views)
+                views.catch_up(self.conn, self.views, stats.inserted)
         stats.inserted.clear()
         return stats
 
@@ -127,7 +132,7 @@ def catch_up(
                             break
                     return CatchUpResult(total, by_daemon=False, caught_up=True)
                 finally:
-                    writer.conn.close()
+                    writer.close()
         except IndexBusyError:
             log.debug("a daemon took the writer lock meanwhile; waiting for it instead")
     return CatchUpResult(IngestStats(), by_daemon=True, caught_up=wait_for_daemon(paths, wait_s))

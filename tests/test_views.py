@@ -232,15 +232,15 @@ def test_torn_view_line_after_a_crash_mid_append_is_cut_and_caught_up(
     ingest(paths)
     spool(paths, *session[4:])
 
-    real_append = fileio.append_bytes
-    torn: list[Path] = []
+    real_write = fileio.write_all
+    torn: list[int] = []
 
-    def append_then_die(path: Path, data: bytes) -> None:
-        real_append(path, data[:-7])  # all but the end of the last line reached the file
-        torn.append(path)
+    def write_then_die(fd: int, data: bytes) -> None:
+        real_write(fd, data[:-7])  # all but the end of the last line reached the file
+        torn.append(fd)
         raise _Killed
 
-    monkeypatch.setattr(views, "append_bytes", append_then_die)
+    monkeypatch.setattr(views, "write_all", write_then_die)
     with writer_lock(paths):
         writer = open_writer(paths, Config())
         try:
@@ -248,10 +248,10 @@ def test_torn_view_line_after_a_crash_mid_append_is_cut_and_caught_up(
             with pytest.raises(_Killed):
                 writer.pass_once()  # the entries are committed; the views are not
         finally:
-            writer.conn.close()
+            writer.close()
     monkeypatch.undo()
-    [path] = torn
-    assert not path.read_bytes().endswith(b"\n")
+    assert len(torn) == 1
+    [path] = [p for p in paths.sessions.rglob("*.jsonl") if not p.read_bytes().endswith(b"\n")]
 
     ingest(paths)  # the next start cuts the torn line and appends what is missing, once
     assert on_disk(paths) == render(paths)
