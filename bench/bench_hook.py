@@ -46,7 +46,12 @@ def main() -> None:
     payload = json.dumps(demo_session("/home/dev/project")[10]).encode()  # a PostToolUse Read
     variants: dict[str, list[str]] = {
         "python -I -c pass (baseline)": [sys.executable, "-I", "-c", "pass"],
-        "python -I -S indexer/hook.py": [sys.executable, "-I", "-S", str(REPO / "indexer" / "hook.py")],
+        "python -I -S indexer/hook.py": [
+            sys.executable,
+            "-I",
+            "-S",
+            str(REPO / "indexer" / "hook.py"),
+        ],
     }
     console = shutil.which("ctxd-hook", path=str(Path(sys.executable).parent))
     if console:
@@ -59,13 +64,17 @@ def main() -> None:
         for _ in range(args.runs):
             for name, argv in variants.items():
                 samples[name].append(timed(argv, payload, env))
-        written = sum(p.read_bytes().count(b"\n") for p in (Path(tmp) / "state" / "spool").glob("*.jsonl"))
+        written = sum(
+            p.read_bytes().count(b"\n") for p in (Path(tmp) / "state" / "spool").glob("*.jsonl")
+        )
     base_median, base_p95 = summary(samples["python -I -c pass (baseline)"])
     print(f"{args.runs} runs each, payload {len(payload)} bytes, {written} spool lines written")
     for name, values in samples.items():
         median, p95 = summary(values)
-        print(f"{name:32s} median {median:6.2f} ms  p95 {p95:6.2f} ms  "
-              f"ratio {median / base_median:4.2f}x (p95 {p95 / base_p95:4.2f}x)")
+        print(
+            f"{name:32s} median {median:6.2f} ms  p95 {p95:6.2f} ms  "
+            f"ratio {median / base_median:4.2f}x (p95 {p95 / base_p95:4.2f}x)"
+        )
     print("goal: hook <= 1.25x the baseline")
 
 

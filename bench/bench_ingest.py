@@ -46,7 +46,11 @@ def sample_payloads() -> tuple[list[dict[str, object]], str]:
                     record = json.loads(line)
                 except ValueError:
                     continue
-                if isinstance(record, dict) and record.get("session_id") and record.get("hook_event_name"):
+                if (
+                    isinstance(record, dict)
+                    and record.get("session_id")
+                    and record.get("hook_event_name")
+                ):
                     payloads.append(record)
         if payloads:
             return payloads, f"corpus ({len(payloads)} distinct payloads)"
@@ -70,7 +74,9 @@ def build_spool(spool: Path, n: int) -> tuple[list[bytes], int]:
     spool.mkdir(parents=True, exist_ok=True)
     per_segment = 50_000
     for s in range(0, n, per_segment):
-        (spool / f"20260101T{s // per_segment:02d}.jsonl").write_bytes(b"".join(lines[s : s + per_segment]))
+        (spool / f"20260101T{s // per_segment:02d}.jsonl").write_bytes(
+            b"".join(lines[s : s + per_segment])
+        )
     return lines, sum(len(x) for x in lines)
 
 
@@ -117,10 +123,14 @@ def main() -> None:
     bare_rate, ingest_rate = n / bare_s, n / ingest_s
     full_rate = n / (ingest_s + views_s)
     print(f"bare msgspec.json.decode: {bare_rate:12,.0f} events/s  ({bare_s:.2f} s)")
-    print(f"ingest into the index:    {ingest_rate:12,.0f} events/s  ({ingest_s:.2f} s)"
-          f"  ratio to bare decode {ingest_rate / bare_rate:.3f}  (goal >= 50,000/s and >= 0.15)")
-    print(f"ingest + per-agent views: {full_rate:12,.0f} events/s  ({ingest_s + views_s:.2f} s)"
-          f"  ratio to bare decode {full_rate / bare_rate:.3f}")
+    print(
+        f"ingest into the index:    {ingest_rate:12,.0f} events/s  ({ingest_s:.2f} s)"
+        f"  ratio to bare decode {ingest_rate / bare_rate:.3f}  (goal >= 50,000/s and >= 0.15)"
+    )
+    print(
+        f"ingest + per-agent views: {full_rate:12,.0f} events/s  ({ingest_s + views_s:.2f} s)"
+        f"  ratio to bare decode {full_rate / bare_rate:.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ sys.path.insert(0, str(REPO))
 from indexer.hook import append_line, build_line, segment_name  # noqa: E402
 from summarizer.demo_session import demo_session  # noqa: E402
 
+_QUERY = "SELECT 1 FROM entries WHERE ts_ns=? AND pid=?"
+
 
 def wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
@@ -47,11 +49,13 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         daemon = subprocess.Popen(
             [sys.executable, "-m", "summarizer.cli", "run", "--state-dir", str(state)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             db = state / "index.db"
-            if not wait_for(lambda: (state / "daemon.json").exists(), 30):
+            if not wait_for((state / "daemon.json").exists, 30):
                 raise SystemExit("the daemon did not start")
             conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
             latencies: list[float] = []
@@ -62,8 +66,8 @@ def main() -> None:
                 line = build_line(json.dumps(p).encode(), ts_ns, os.getpid())
                 start = time.perf_counter()
                 append_line(str(state / "spool"), segment_name(ts_ns), line)
-                query = "SELECT 1 FROM entries WHERE ts_ns=? AND pid=?"
-                if not wait_for(lambda: conn.execute(query, (ts_ns, os.getpid())).fetchone(), 10):
+                key = (ts_ns, os.getpid())
+                if not wait_for(lambda key=key: conn.execute(_QUERY, key).fetchone(), 10):
                     raise SystemExit(f"event {i} never became visible")
                 latencies.append((time.perf_counter() - start) * 1000)
                 time.sleep(0.002)  # events arrive apart, as hooks do
@@ -74,8 +78,10 @@ def main() -> None:
     ordered = sorted(latencies)
     p50 = statistics.median(ordered)
     p99 = ordered[int(0.99 * (len(ordered) - 1))]
-    print(f"{args.events} events: append-to-visible p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
-          f"max {ordered[-1]:.1f} ms (goal: p99 < 100 ms)")
+    print(
+        f"{args.events} events: append-to-visible p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
+        f"max {ordered[-1]:.1f} ms (goal: p99 < 100 ms)"
+    )
 
 
 if __name__ == "__main__":

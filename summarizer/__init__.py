@@ -6,9 +6,13 @@ Exports are resolved lazily so the CLI's fast commands do not load tiktoken or t
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+# The SessionStart hook imports this package; `typing` would cost it ~15 ms (typing, re,
+# collections). Type checkers treat this constant as `typing.TYPE_CHECKING`.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from summarizer.inject import ContextAgent
 
 _EXPORTS = {"ContextAgent": "summarizer.inject"}

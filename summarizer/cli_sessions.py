@@ -10,3 +10,42 @@ AddCommand = Callable[[str, str, str], argparse.ArgumentParser]
 
 def register(add: AddCommand) -> None:
     """Add the session and integration subcommands to the `ctxd` parser."""
+    p = add("sessions", "summarizer.commands_sessions:cmd_sessions", "list sessions, newest first")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--limit", type=int, metavar="N", help="show at most N sessions")
+
+    p = add(
+        "resume",
+        "summarizer.commands_sessions:cmd_resume",
+        "print a session's resume package: summary, open todos and failures, agents, files",
+    )
+    p.add_argument(
+        "session",
+        help="session id, a unique prefix of it, or its start stamp YYYY-MM-DD-HH-MM-SS (UTC)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = add(
+        "init",
+        "summarizer.commands_sessions:cmd_init",
+        "create .ctxd/ and install ctxd's hooks in .claude/settings.json",
+    )
+    p.add_argument(
+        "--user", action="store_true", help="install in ~/.claude/settings.json (every project)"
+    )
+    p.add_argument(
+        "--uninstall", action="store_true", help="remove exactly the hooks ctxd installed"
+    )
+    p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
+
+    add("start", "summarizer.lifecycle:cmd_start", "start the daemon in the background")
+    p = add("stop", "summarizer.lifecycle:cmd_stop", "stop the running daemon")
+    p.add_argument(
+        "--timeout", type=float, default=10.0, metavar="S", help="seconds to wait (default 10)"
+    )
+    p = add(
+        "doctor",
+        "summarizer.lifecycle:cmd_doctor",
+        "check hooks, state directory, daemon, spool lag, quarantine, tiktoken, compaction",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")

@@ -8,6 +8,7 @@ guarantees progress, and a dead observer is restarted (or polling alone carries 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
 import logging.handlers
@@ -17,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 from indexer import store
 from indexer.config import Config, load_config
@@ -103,6 +104,9 @@ class Daemon:
         self.stopping = threading.Event()
         self.index_lock = threading.Lock()  # ingest and jobs never write the index at once (I8)
         self.listeners: list[BatchListener] = []
+        # Called before the writer lock is released (the scheduler finishes its jobs there, so
+        # no compaction writes the index after another process could take the lock: I8).
+        self.stop_callbacks: list[Callable[[], None]] = []
         self.started = time.time()
         self.last_stats = IngestStats()
         self.writer: IndexWriter | None = None
@@ -130,8 +134,13 @@ class Daemon:
                 log.info("daemon started (pid %d)", os.getpid())
                 self._loop(watcher)
             finally:
+                for callback in self.stop_callbacks:
+                    try:
+                        callback()
+                    except Exception:
+                        log.exception("stop callback failed")
                 watcher.stop()
-                self.writer.conn.close()
+                self.writer.close()
                 try:
                     self.paths.daemon_json.unlink()
                 except FileNotFoundError:
@@ -187,6 +196,24 @@ class Daemon:
             log.exception("heartbeat failed")
 
 
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A RotatingFileHandler whose every file, also the one a rollover creates, is 0600 (I10)."""
+
+    def _open(self) -> io.TextIOWrapper:
+        stream = open(  # noqa: SIM115 - the handler owns and closes the stream
+            self.baseFilename,
+            self.mode,
+            encoding=self.encoding,
+            errors=self.errors,
+            opener=_private_opener,
+        )
+        return cast(io.TextIOWrapper, stream)
+
+
+def _private_opener(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW, 0o600)
+
+
 def setup_logging(paths: StatePaths, config: Config, *, to_stderr: bool) -> None:
     """A rotating log in the state directory (0600), plus stderr in the foreground."""
     paths.ensure()
@@ -194,7 +221,7 @@ def setup_logging(paths: StatePaths, config: Config, *, to_stderr: bool) -> None
     root.setLevel(logging.INFO)
     fd = os.open(paths.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     os.close(fd)
-    handler = logging.handlers.RotatingFileHandler(
+    handler = _PrivateRotatingFileHandler(
         paths.log, maxBytes=config.daemon.log_max_bytes, backupCount=config.daemon.log_backups
     )
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -226,6 +253,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _start_jobs(daemon: Daemon) -> None:
     """Start the scheduled jobs, if the summarizer's scheduler is available."""
+    from summarizer.session_jobs import attach
+
+    attach(daemon)  # todos.json, resume states on PreCompact/SessionEnd, retention (issue 4)
     try:
         from summarizer.jobs import start_jobs
     except ImportError:

@@ -27,8 +27,13 @@ def replay(project: Path, payloads: list[dict[str, object]]) -> float:
     for payload in payloads:
         data = json.dumps(payload, ensure_ascii=False).encode()
         subprocess.run(
-            [sys.executable, "-I", "-S", str(HOOK)], input=data, env=env, cwd=project,
-            stdout=subprocess.DEVNULL, check=False, timeout=30,
+            [sys.executable, "-I", "-S", str(HOOK)],
+            input=data,
+            env=env,
+            cwd=project,
+            stdout=subprocess.DEVNULL,
+            check=False,
+            timeout=30,
         )
     return (time.perf_counter() - started) * 1000 / max(1, len(payloads))
 

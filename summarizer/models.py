@@ -14,8 +14,10 @@ class Decision(msgspec.Struct, omit_defaults=True):
 
     id: str  # stable signature of the normalized text
     decision: str
-    featureId: str = ""  # noqa: N815 - seed 004's field name
-    source: str = ""  # explicit | agent_output | stop | user_prompt | compact_summary
+    featureId: str = ""
+    # Every source that stated it, comma-separated and sorted:
+    # explicit | agent_output | stop | user_prompt | compact_summary
+    source: str = ""
     session_id: str = ""
     agent_id: str = ""
     first_ns: int = 0
@@ -35,7 +37,7 @@ class Failure(msgspec.Struct, omit_defaults=True):
     command: str = ""
     error_class: str = ""
     last_error: str = ""
-    featureId: str = ""  # noqa: N815 - seed 004's field name
+    featureId: str = ""
     session_id: str = ""
     agent_id: str = ""
     count: int = 1
@@ -52,7 +54,7 @@ class Constraint(msgspec.Struct, omit_defaults=True):
     id: str
     description: str
     source: str = ""  # explicit | user_prompt
-    featureId: str = ""  # noqa: N815 - seed 004's field name
+    featureId: str = ""
     session_id: str = ""
     active: bool = True
     created_ns: int = 0
@@ -66,8 +68,8 @@ class Feature(msgspec.Struct, omit_defaults=True):
     name: str = ""
     category: str = ""
     status: str = ""
-    startedAt: int = 0  # noqa: N815 - seed 004's field name (ms since the epoch)
-    completedAt: int = 0  # noqa: N815 - seed 004's field name (ms since the epoch)
+    startedAt: int = 0
+    completedAt: int = 0
 
 
 class Memory(msgspec.Struct):

@@ -30,11 +30,21 @@ TS_NS = 1_755_009_022_123_456_789
 @pytest.mark.parametrize(
     ("prompt", "expected"),
     [
-        pytest.param("AgentId: arch-001{nl}Design authentication system", "arch-001", id="standard"),
-        pytest.param("agentid: dev-frontend{nl}Implement UI components", "dev-frontend", id="case-key"),
+        pytest.param(
+            "AgentId: arch-001{nl}Design authentication system", "arch-001", id="standard"
+        ),
+        pytest.param(
+            "agentid: dev-frontend{nl}Implement UI components", "dev-frontend", id="case-key"
+        ),
         pytest.param("agentid: Dev-Frontend{nl}Implement", "dev-frontend", id="case-value"),
-        pytest.param("AgentId  :   test-integration-auth   {nl}Run tests", "test-integration-auth", id="spaces"),
-        pytest.param("AgentId: sec_audit-2024{nl}Security audit", "sec_audit-2024", id="hyphen-underscore"),
+        pytest.param(
+            "AgentId  :   test-integration-auth   {nl}Run tests",
+            "test-integration-auth",
+            id="spaces",
+        ),
+        pytest.param(
+            "AgentId: sec_audit-2024{nl}Security audit", "sec_audit-2024", id="hyphen-underscore"
+        ),
         pytest.param("AgentId: " + "a" * 64 + "{nl}Long task", "a" * 64, id="max-length"),
         pytest.param("AgentId: ab{nl}x", "ab", id="min-length"),
         pytest.param("Context first.{nl}AgentId: qa-7{nl}Then work", "qa-7", id="not-first-line"),
@@ -93,7 +103,9 @@ def test_fallback_deterministic() -> None:
 
 def test_fallback_hash_uses_only_first_100_chars() -> None:
     base = "x" * 100
-    assert fallback_agent_id(base + "a", "t", "s", TS_NS) == fallback_agent_id(base + "b", "t", "s", TS_NS)
+    assert fallback_agent_id(base + "a", "t", "s", TS_NS) == fallback_agent_id(
+        base + "b", "t", "s", TS_NS
+    )
     assert fallback_agent_id("a", "t", "s", TS_NS) != fallback_agent_id("b", "t", "s", TS_NS)
     assert fallback_agent_id("a", "t", "s1", TS_NS) != fallback_agent_id("a", "t", "s2", TS_NS)
 
@@ -180,7 +192,9 @@ def test_regex_exported_matches_seed_shape() -> None:
     session_id=st.text(max_size=80),
     ts_ns=st.integers(min_value=-(2**70), max_value=2**80),
 )
-def test_result_always_valid_and_unreserved(prompt: str, agent_type: str, session_id: str, ts_ns: int) -> None:
+def test_result_always_valid_and_unreserved(
+    prompt: str, agent_type: str, session_id: str, ts_ns: int
+) -> None:
     result = extract_or_fallback(prompt, agent_type, session_id, ts_ns)
     assert is_valid_agent_id(result)
     assert result not in RESERVED_AGENT_IDS

@@ -226,7 +226,11 @@ def test_stale_ctxd_handlers_are_updated_in_place_not_duplicated(tmp_path: Path)
     assert hooks["PreToolUse"] == SPEC["PreToolUse"]
     # Stop: the first duplicate is kept (it is current), the second removed.
     assert hooks["Stop"] == [
-        {"hooks": [{"type": "command", "command": "/abs/venv/bin/ctxd-hook", "args": [], "timeout": 5}]}
+        {
+            "hooks": [
+                {"type": "command", "command": "/abs/venv/bin/ctxd-hook", "args": [], "timeout": 5}
+            ]
+        }
     ]
     assert "Notification" not in hooks  # no longer in the spec, and ctxd created it
     assert sorted(e for e, _, _ in ctxd_handlers({"hooks": hooks})) == sorted(EVENTS)
@@ -481,7 +485,9 @@ json_scalars = (
 )  # fmt: skip
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 commands = st.sampled_from(
@@ -499,7 +505,11 @@ command_handlers = st.fixed_dictionaries(
 )
 other_handlers = st.fixed_dictionaries(
     {"type": st.sampled_from(["http", "prompt", "agent", "mcp_tool"])},
-    optional={"url": st.text(max_size=10), "prompt": st.text(max_size=10), "timeout": st.integers(1, 60)},
+    optional={
+        "url": st.text(max_size=10),
+        "prompt": st.text(max_size=10),
+        "timeout": st.integers(1, 60),
+    },
 )
 user_handlers = (command_handlers | other_handlers).filter(lambda h: not is_ctxd_handler(h))
 groups = st.fixed_dictionaries(
@@ -511,9 +521,9 @@ event_names = st.sampled_from([*EVENTS, "Notification", "PermissionRequest", "Cw
 hooks_objects = st.dictionaries(
     event_names | st.text(min_size=1, max_size=10), st.lists(groups, max_size=3), max_size=6
 )
-top_level_keys = st.sampled_from(["permissions", "env", "model", "statusLine", "$schema"]) | st.text(
-    max_size=8
-)
+top_level_keys = st.sampled_from(
+    ["permissions", "env", "model", "statusLine", "$schema"]
+) | st.text(max_size=8)
 
 
 @st.composite
@@ -564,7 +574,9 @@ def test_property_install_then_uninstall_gives_back_the_original(doc: dict[str, 
 
 @given(settings_documents(), st.sampled_from([HOOK, PY_HOOK]))
 @settings(max_examples=200)
-def test_property_install_is_idempotent_and_complete(doc: dict[str, Any], command: HookCommand) -> None:
+def test_property_install_is_idempotent_and_complete(
+    doc: dict[str, Any], command: HookCommand
+) -> None:
     spec = ctxd_hook_spec(command)
     merged = merge_hooks(doc, spec)
     assert len(merged.added) == len(EVENTS) and merged.removed == merged.updated == []

@@ -57,48 +57,101 @@ def content_of(line: bytes) -> str:
 POSITIVE = [
     ("aws-access-key", f"AWS_KEY={AWS_KEY}\n", "AWS_KEY=[REDACTED:aws-access-key]\n"),
     ("aws-access-key-sts", "key ASIAY34FZKBOKMUTVV7A here", "key [REDACTED:aws-access-key] here"),
-    ("aws-secret-key", f"aws_secret_access_key = {AWS_SECRET}",
-     "aws_secret_access_key = [REDACTED:aws-secret-key]"),
-    ("github-token", f"git push https://x {GH_TOKEN}", "git push https://x [REDACTED:github-token]"),
+    (
+        "aws-secret-key",
+        f"aws_secret_access_key = {AWS_SECRET}",
+        "aws_secret_access_key = [REDACTED:aws-secret-key]",
+    ),
+    (
+        "github-token",
+        f"git push https://x {GH_TOKEN}",
+        "git push https://x [REDACTED:github-token]",
+    ),
     ("github-pat", f"GH={GH_PAT};", "GH=[REDACTED:github-token];"),
     ("anthropic-key", f"key {ANTHROPIC} end", "key [REDACTED:anthropic-key] end"),
-    ("anthropic-env", f"ANTHROPIC_API_KEY={ANTHROPIC}", "ANTHROPIC_API_KEY=[REDACTED:anthropic-key]"),
+    (
+        "anthropic-env",
+        f"ANTHROPIC_API_KEY={ANTHROPIC}",
+        "ANTHROPIC_API_KEY=[REDACTED:anthropic-key]",
+    ),
     ("openai-project", f"use {OPENAI}", "use [REDACTED:openai-key]"),
-    ("openai-legacy", f"OPENAI_API_KEY={OPENAI_LEGACY}\n", "OPENAI_API_KEY=[REDACTED:openai-key]\n"),
+    (
+        "openai-legacy",
+        f"OPENAI_API_KEY={OPENAI_LEGACY}\n",
+        "OPENAI_API_KEY=[REDACTED:openai-key]\n",
+    ),
     ("google-api-key", f"maps?key={GOOGLE}&x=1", "maps?key=[REDACTED:google-api-key]&x=1"),
     ("stripe-secret", f"stripe.api_key = '{STRIPE}'", "stripe.api_key = '[REDACTED:stripe-key]'"),
     ("stripe-restricted", "rk_live_abcdefghijKLMNOP0123", "[REDACTED:stripe-key]"),
     ("stripe-test", "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "[REDACTED:stripe-key]"),
     ("stripe-publishable-live", "pk_live_abcdefghij0123456789", "[REDACTED:stripe-key]"),
     ("slack-token", f"token {SLACK} x", "token [REDACTED:slack-token] x"),
-    ("slack-webhook", f"curl https://{SLACK_HOOK_PATH} -d @m", "curl https://[REDACTED:slack-webhook] -d @m"),
+    (
+        "slack-webhook",
+        f"curl https://{SLACK_HOOK_PATH} -d @m",
+        "curl https://[REDACTED:slack-webhook] -d @m",
+    ),
     ("jwt", f"Authorization: Bearer {JWT}", "Authorization: Bearer [REDACTED:jwt]"),
     ("private-key", f"key:\n{PEM}\nrest", "key:\n[REDACTED:private-key]\nrest"),
-    ("private-key-openssh",
-     "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----",
-     "[REDACTED:private-key]"),
+    (
+        "private-key-openssh",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----",
+        "[REDACTED:private-key]",
+    ),
     ("private-key-truncated", f"-----BEGIN PRIVATE KEY-----\n{PEM_BODY}", "[REDACTED:private-key]"),
-    ("env-password", "DB_PASSWORD=hunter2\nDB_HOST=db", "DB_PASSWORD=[REDACTED:secret]\nDB_HOST=db"),
+    (
+        "env-password",
+        "DB_PASSWORD=hunter2\nDB_HOST=db",
+        "DB_PASSWORD=[REDACTED:secret]\nDB_HOST=db",
+    ),
     ("passwd", "passwd: s3cr3tpass", "passwd: [REDACTED:secret]"),
     ("pwd", "PWD=hunter22", "PWD=[REDACTED:secret]"),
     ("passphrase-stops-at-space", "passphrase=correct horse", "passphrase=[REDACTED:secret] horse"),
-    ("colon-word-then-newline", "password: letmein\nuser: bob", "password: [REDACTED:secret]\nuser: bob"),
+    (
+        "colon-word-then-newline",
+        "password: letmein\nuser: bob",
+        "password: [REDACTED:secret]\nuser: bob",
+    ),
     ("colon-non-word", "token: s3cr3t and more", "token: [REDACTED:secret] and more"),
     ("secret", "SECRET: abcdef123", "SECRET: [REDACTED:secret]"),
     ("client-secret", "client_secret=abc123xyz&grant=x", "client_secret=[REDACTED:secret]&grant=x"),
-    ("access-token-dotted-literal", "access_token=ya29.a0AfH6SMBx", "access_token=[REDACTED:secret]"),
-    ("auth-token-env", "export ANTHROPIC_AUTH_TOKEN=tok_9f8e7d6c", "export ANTHROPIC_AUTH_TOKEN=[REDACTED:secret]"),
+    (
+        "access-token-dotted-literal",
+        "access_token=ya29.a0AfH6SMBx",
+        "access_token=[REDACTED:secret]",
+    ),
+    (
+        "auth-token-env",
+        "export ANTHROPIC_AUTH_TOKEN=tok_9f8e7d6c",
+        "export ANTHROPIC_AUTH_TOKEN=[REDACTED:secret]",
+    ),
     ("api-key-header", "-H 'x-api-key: abcd1234efgh'", "-H 'x-api-key: [REDACTED:secret]'"),
     ("apikey-yaml", "apikey: 'abcd1234'", "apikey: '[REDACTED:secret]'"),
     ("python-literal", 'password = "hunter2"', 'password = "[REDACTED:secret]"'),
     ("python-annotated", 'token: str = "abc"', 'token: str = "[REDACTED:secret]"'),
-    ("json-in-text", '{"password": "p@ss w0rd", "user": "bob"}', '{"password": "[REDACTED:secret]", "user": "bob"}'),
+    (
+        "json-in-text",
+        '{"password": "p@ss w0rd", "user": "bob"}',
+        '{"password": "[REDACTED:secret]", "user": "bob"}',
+    ),
     ("python-dict", "{'api_key': 'abcd1234'}", "{'api_key': '[REDACTED:secret]'}"),
-    ("url-credentials", "postgres://admin:s3cr3t@db:5432/app", "postgres://admin:[REDACTED:url-credentials]@db:5432/app"),
-    ("private", "before <private>my home address</private> after", "before [REDACTED:private] after"),
-    ("private-case-multiline", "a <PRIVATE>line1\nline \"2\"</Private> b", "a [REDACTED:private] b"),
+    (
+        "url-credentials",
+        "postgres://admin:s3cr3t@db:5432/app",
+        "postgres://admin:[REDACTED:url-credentials]@db:5432/app",
+    ),
+    (
+        "private",
+        "before <private>my home address</private> after",
+        "before [REDACTED:private] after",
+    ),
+    ("private-case-multiline", 'a <PRIVATE>line1\nline "2"</Private> b', "a [REDACTED:private] b"),
     ("private-attr", 'x <private reason="pii">555-1234</private>', "x [REDACTED:private]"),
-    ("private-two-spans", "<private>a</private> keep <private>b</private>", "[REDACTED:private] keep [REDACTED:private]"),
+    (
+        "private-two-spans",
+        "<private>a</private> keep <private>b</private>",
+        "[REDACTED:private] keep [REDACTED:private]",
+    ),
     ("after-escape-newline", f"line\n{AWS_KEY}", "line\n[REDACTED:aws-access-key]"),
     ("after-non-ascii", f"é{AWS_KEY}", "é[REDACTED:aws-access-key]"),
 ]
@@ -126,7 +179,10 @@ NEGATIVE = [
     ("plain-url", "see https://docs.python.org/3/library/re.html"),
     ("unclosed-private", "the <private> tag hides text"),
     ("closing-only", "mentions </private> and <private"),
-    ("public-key", "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n-----END PUBLIC KEY-----"),
+    (
+        "public-key",
+        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n-----END PUBLIC KEY-----",
+    ),
     ("pem-header-in-code", 'if line == "-----BEGIN RSA PRIVATE KEY-----": start()'),
     ("placeholder", "password: required"),
     ("prose-after-colon", "Session token: Random UUID stored in a cookie"),
@@ -138,7 +194,9 @@ NEGATIVE = [
 ]
 
 
-@pytest.mark.parametrize(("text", "expected"), [r[1:] for r in POSITIVE], ids=[r[0] for r in POSITIVE])
+@pytest.mark.parametrize(
+    ("text", "expected"), [r[1:] for r in POSITIVE], ids=[r[0] for r in POSITIVE]
+)
 def test_positive_in_hook_payload(text: str, expected: str) -> None:
     line = hook_line(text)
     assert may_contain_secret(line)  # the prefilter never hides a secret from the rules
@@ -149,7 +207,9 @@ def test_positive_in_hook_payload(text: str, expected: str) -> None:
     assert redact_bytes(out) == out  # idempotent
 
 
-@pytest.mark.parametrize(("text", "expected"), [r[1:] for r in POSITIVE], ids=[r[0] for r in POSITIVE])
+@pytest.mark.parametrize(
+    ("text", "expected"), [r[1:] for r in POSITIVE], ids=[r[0] for r in POSITIVE]
+)
 def test_positive_redact_text(text: str, expected: str) -> None:
     assert redact_text(text) == expected
 
@@ -183,28 +243,47 @@ def test_realistic_env_read() -> None:
 
 def test_realistic_payloads_keep_structure() -> None:
     bash = {
-        "session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-        "tool_input": {"command": f"export GITHUB_TOKEN={GH_TOKEN} && gh pr list",
-                       "description": "List PRs"},
+        "session_id": "s1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {
+            "command": f"export GITHUB_TOKEN={GH_TOKEN} && gh pr list",
+            "description": "List PRs",
+        },
     }
     prompt = {
-        "session_id": "s1", "hook_event_name": "UserPromptSubmit",
+        "session_id": "s1",
+        "hook_event_name": "UserPromptSubmit",
         "prompt": "Deploy it. <private>The staging password is Tr0ub4dor&3</private> Thanks!",
     }
     web = {
-        "session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "WebFetch",
-        "tool_response": {"result": {"token": "abcd1234efgh", "expires_in": 3600,
-                                     "password": 12345678, "client_secret": "cs_9f8e7d6c5b4a"}},
+        "session_id": "s1",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "WebFetch",
+        "tool_response": {
+            "result": {
+                "token": "abcd1234efgh",
+                "expires_in": 3600,
+                "password": 12345678,
+                "client_secret": "cs_9f8e7d6c5b4a",
+            }
+        },
     }
-    got = [json.loads(redact_bytes(json.dumps(p, separators=(",", ":")).encode()))
-           for p in (bash, prompt, web)]
-    assert got[0]["tool_input"] == {"command": "export GITHUB_TOKEN=[REDACTED:github-token] && gh pr list",
-                                    "description": "List PRs"}
+    got = [
+        json.loads(redact_bytes(json.dumps(p, separators=(",", ":")).encode()))
+        for p in (bash, prompt, web)
+    ]
+    assert got[0]["tool_input"] == {
+        "command": "export GITHUB_TOKEN=[REDACTED:github-token] && gh pr list",
+        "description": "List PRs",
+    }
     assert got[1]["prompt"] == "Deploy it. [REDACTED:private] Thanks!"
     # JSON members lose their string values; a number stays a number (replacing it would
     # break the JSON) and is not a credential format anyway.
     assert got[2]["tool_response"]["result"] == {
-        "token": "[REDACTED:secret]", "expires_in": 3600, "password": 12345678,
+        "token": "[REDACTED:secret]",
+        "expires_in": 3600,
+        "password": 12345678,
         "client_secret": "[REDACTED:secret]",
     }
 
@@ -215,8 +294,10 @@ def test_private_tags_never_cross_strings() -> None:
     assert redact_bytes(line) == line
     # An escaped quote inside the span is part of the string, so the span still closes.
     obj2 = {"x": 'say <private>"hi"</private> ok', "y": "</private>"}
-    assert json.loads(redact_bytes(json.dumps(obj2).encode())) == {"x": "say [REDACTED:private] ok",
-                                                                  "y": "</private>"}
+    assert json.loads(redact_bytes(json.dumps(obj2).encode())) == {
+        "x": "say [REDACTED:private] ok",
+        "y": "</private>",
+    }
 
 
 def test_escape_letters_are_not_token_starts() -> None:
@@ -266,15 +347,21 @@ SECRETS: st.SearchStrategy[tuple[str, str]] = st.one_of(  # (text to plant, what
     _rand(_TOKEN_CHARS, 35).map(lambda s: ("AIza" + s,) * 2),
     _rand(_B64, 24).map(lambda s: ("sk_live_" + s,) * 2),
     _rand(_B64, 24).map(lambda s: ("xoxp-" + s,) * 2),
-    _rand(_B64, 24).map(lambda s: ("https://" + SLACK_HOOK_PATH[:-24] + s, SLACK_HOOK_PATH[:-24] + s)),
+    _rand(_B64, 24).map(
+        lambda s: ("https://" + SLACK_HOOK_PATH[:-24] + s, SLACK_HOOK_PATH[:-24] + s)
+    ),
     st.tuples(_rand(_TOKEN_CHARS, 20), _rand(_TOKEN_CHARS, 30)).map(
-        lambda t: ("eyJhbGciOi" + t[0] + ".eyJzdWIi" + t[1] + ".sig", "eyJzdWIi" + t[1])),
-    _rand(_B64, 40).map(lambda s: (f"-----BEGIN EC PRIVATE KEY-----\n{s}\n-----END EC PRIVATE KEY-----", s)),
+        lambda t: ("eyJhbGciOi" + t[0] + ".eyJzdWIi" + t[1] + ".sig", "eyJzdWIi" + t[1])
+    ),
+    _rand(_B64, 40).map(
+        lambda s: (f"-----BEGIN EC PRIVATE KEY-----\n{s}\n-----END EC PRIVATE KEY-----", s)
+    ),
     _rand(_B64, 12).map(lambda s: (f"DB_PASSWORD={s}", s)),
     _rand(_B64, 12).map(lambda s: (f'"client_secret": "{s}"', s)),
     _rand(_B64, 12).map(lambda s: (f"mysql://root:{s}@localhost/db", s)),
-    st.tuples(st.sampled_from(["private", "PRIVATE", "Private"]), _rand(_B64, 12), st.text(max_size=30)).map(
-        lambda t: (f"<{t[0]}>{t[1]}{t[2]}</{t[0]}>", t[1])),
+    st.tuples(
+        st.sampled_from(["private", "PRIVATE", "Private"]), _rand(_B64, 12), st.text(max_size=30)
+    ).map(lambda t: (f"<{t[0]}>{t[1]}{t[2]}</{t[0]}>", t[1])),
 )
 
 
@@ -338,9 +425,37 @@ def test_property_arbitrary_text(text: str) -> None:
     assert isinstance(redact_text(text), str)
 
 
-@given(st.lists(st.sampled_from(["password", "=", ":", " ", '"', "\\", "'", "<private>", "</private>",
-                                 "sk-", "AKIA", "key", "api_", "token", "x9", "-----BEGIN ", "PRIVATE KEY-----",
-                                 "\n", "é", "$", "(", "."]), max_size=40).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "password",
+                "=",
+                ":",
+                " ",
+                '"',
+                "\\",
+                "'",
+                "<private>",
+                "</private>",
+                "sk-",
+                "AKIA",
+                "key",
+                "api_",
+                "token",
+                "x9",
+                "-----BEGIN ",
+                "PRIVATE KEY-----",
+                "\n",
+                "é",
+                "$",
+                "(",
+                ".",
+            ]
+        ),
+        max_size=40,
+    ).map("".join)
+)
 def test_property_adversarial_fragments(text: str) -> None:
     for ensure_ascii in (False, True):
         line = json.dumps({"k": text, text: text}, ensure_ascii=ensure_ascii).encode()

@@ -251,7 +251,8 @@ def test_torn_view_line_after_a_crash_mid_append_is_cut_and_caught_up(
             writer.close()
     monkeypatch.undo()
     assert len(torn) == 1
-    [path] = [p for p in paths.sessions.rglob("*.jsonl") if not p.read_bytes().endswith(b"\n")]
+    torn_files = [p for p in paths.sessions.rglob("*.jsonl") if not p.read_bytes().endswith(b"\n")]
+    assert len(torn_files) == 1
 
     ingest(paths)  # the next start cuts the torn line and appends what is missing, once
     assert on_disk(paths) == render(paths)

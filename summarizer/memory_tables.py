@@ -1,0 +1,125 @@
+"""The memory tables: their schema and the row types the fold reads and writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS mem_decisions(
+    id TEXT PRIMARY KEY, decision TEXT NOT NULL, feature_id TEXT NOT NULL, sources TEXT NOT NULL,
+    session_id TEXT NOT NULL, agent_id TEXT NOT NULL, first_ns INTEGER NOT NULL,
+    last_ns INTEGER NOT NULL, count INTEGER NOT NULL, entry_id INTEGER NOT NULL,
+    last_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS mem_decisions_rank ON mem_decisions(rank_key);
+CREATE INDEX IF NOT EXISTS mem_decisions_feature ON mem_decisions(feature_id, rank_key);
+CREATE INDEX IF NOT EXISTS mem_decisions_entry ON mem_decisions(entry_id);
+CREATE TABLE IF NOT EXISTS mem_failures(
+    signature TEXT PRIMARY KEY, cmd_key TEXT NOT NULL, description TEXT NOT NULL,
+    prevention TEXT NOT NULL, explicit_prevention INTEGER NOT NULL, tool TEXT NOT NULL,
+    command TEXT NOT NULL, error_class TEXT NOT NULL, last_error TEXT NOT NULL,
+    feature_id TEXT NOT NULL, sources TEXT NOT NULL, session_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL, count INTEGER NOT NULL, first_ns INTEGER NOT NULL,
+    last_ns INTEGER NOT NULL, entry_id INTEGER NOT NULL, last_entry_id INTEGER NOT NULL,
+    resolved_ns INTEGER NOT NULL, resolved_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS mem_failures_cmd ON mem_failures(cmd_key);
+CREATE INDEX IF NOT EXISTS mem_failures_rank ON mem_failures(rank_key);
+CREATE INDEX IF NOT EXISTS mem_failures_feature ON mem_failures(feature_id, rank_key);
+CREATE INDEX IF NOT EXISTS mem_failures_entry ON mem_failures(entry_id);
+CREATE TABLE IF NOT EXISTS mem_constraints(
+    id TEXT PRIMARY KEY, description TEXT NOT NULL, source TEXT NOT NULL,
+    feature_id TEXT NOT NULL, session_id TEXT NOT NULL, active INTEGER NOT NULL,
+    negative INTEGER NOT NULL, head TEXT NOT NULL, object TEXT NOT NULL,
+    created_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL, revoked_ns INTEGER NOT NULL,
+    entry_id INTEGER NOT NULL, last_entry_id INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS mem_constraints_active ON mem_constraints(active, last_entry_id);
+CREATE TABLE IF NOT EXISTS mem_constraint_terms(term TEXT NOT NULL, id TEXT NOT NULL,
+    PRIMARY KEY(term, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mem_features(
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, category TEXT NOT NULL, status TEXT NOT NULL,
+    started_at INTEGER NOT NULL, completed_at INTEGER NOT NULL, session_id TEXT NOT NULL,
+    first_entry_id INTEGER NOT NULL, last_entry_id INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS mem_features_recent ON mem_features(last_entry_id);
+CREATE TABLE IF NOT EXISTS mem_files(
+    path TEXT PRIMARY KEY, edits INTEGER NOT NULL, last_ns INTEGER NOT NULL,
+    last_entry_id INTEGER NOT NULL, session_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS mem_files_edits ON mem_files(edits, last_entry_id);
+CREATE TABLE IF NOT EXISTS mem_sessions(
+    session_id TEXT PRIMARY KEY, todos TEXT NOT NULL, prompt TEXT NOT NULL,
+    report TEXT NOT NULL, compact TEXT NOT NULL);
+"""
+
+
+@dataclass(slots=True)
+class DecisionRow:
+    id: str
+    decision: str
+    feature_id: str
+    sources: str
+    session_id: str
+    agent_id: str
+    first_ns: int
+    last_ns: int
+    count: int
+    entry_id: int
+    last_entry_id: int
+    rank_key: float = 0.0
+
+
+@dataclass(slots=True)
+class FailureRow:
+    signature: str
+    cmd_key: str
+    description: str
+    prevention: str
+    explicit_prevention: int
+    tool: str
+    command: str
+    error_class: str
+    last_error: str
+    feature_id: str
+    sources: str
+    session_id: str
+    agent_id: str
+    count: int
+    first_ns: int
+    last_ns: int
+    entry_id: int
+    last_entry_id: int
+    resolved_ns: int = 0
+    resolved_entry_id: int = 0
+    rank_key: float = 0.0
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_entry_id < self.last_entry_id
+
+
+@dataclass(slots=True)
+class ConstraintRow:
+    id: str
+    description: str
+    source: str
+    feature_id: str
+    session_id: str
+    active: int
+    negative: int
+    head: str  # the rule's head terms joined by " "
+    object: str  # the rule's object terms joined by " "
+    created_ns: int
+    last_ns: int
+    revoked_ns: int
+    entry_id: int
+    last_entry_id: int
+
+
+TABLES: dict[str, tuple[type[Any], str]] = {
+    "mem_decisions": (DecisionRow, "id"),
+    "mem_failures": (FailureRow, "signature"),
+    "mem_constraints": (ConstraintRow, "id"),
+}
+
+
+def columns(row_type: type[Any]) -> list[str]:
+    """Column names of a row dataclass, in table order."""
+    return [f.name for f in fields(row_type)]

@@ -1,0 +1,108 @@
+"""context.md: the resume state as calm, factual text within `[resume]` max_tokens and max_chars."""
+
+from __future__ import annotations
+
+from indexer.config import Config
+from summarizer.budget import Section, pack_sections, render_sections, utf16_len
+from summarizer.resume_state import ResumeState
+from summarizer.tokens import get_counter
+
+__all__ = ["render_context", "sections_of"]
+
+# Claude Code treats instruction-like text with suspicion (hooks reference §4.3), so the text
+# states what was going on; it never orders. Section shares of the token budget; what a section
+# leaves unused flows to the summary, which comes last because it is the most compressible.
+_SHARES = {
+    "lead": 0.15,
+    "tasks": 0.15,
+    "files": 0.12,
+    "failures": 0.12,
+    "memory": 0.12,
+    "agents": 0.05,
+    "calls": 0.08,
+    "summary": 0.05,
+}
+_TRIGGER_WORDS = {
+    "pre_compact": "before the conversation was compacted",
+    "session_end": "when the session ended",
+    "compaction": "during a periodic update",
+    "session_start": "when the session started again",
+}
+
+
+def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> list[Section]:
+    """The context's sections, most important first; items are plain text lines."""
+
+    def budget(name: str) -> int:
+        return max(1, int(max_tokens * _SHARES[name]))
+
+    title = f'"{state.title}"' if state.title else "(untitled)"
+    started = f", started {state.started_at[:16].replace('T', ' ')} UTC" if state.started_at else ""
+    when = _TRIGGER_WORDS.get(state.trigger, state.trigger)
+    lead = [
+        f"ctxd notes for session {title} ({state.session_id[:8]}{started}), "
+        f"recorded {when} at {state.created_at[:19].replace('T', ' ')} UTC.",
+    ]
+    if state.current_task is not None:
+        lead.append(f"Task in progress: {state.current_task.content}.")
+    else:
+        lead.append("No task was marked in progress.")
+    if state.next_action:
+        lead.append(f"Most recent user request: {state.next_action}")
+    tasks = [
+        f"- [{t.status.replace('_', ' ')}] {t.content}" + (f" (#{t.id})" if t.id else "")
+        for t in state.open_todos
+    ]
+    files = [f"- {path}" for path in state.files_to_load]
+    failures = [
+        f"- {f.tool + ': ' if f.tool else ''}{f.description}"
+        + (f" failed {f.count} times" if f.count > 1 else " failed")
+        + (f"; last error: {f.last_error}" if f.last_error else "")
+        + (f"; what fixed it before: {f.prevention}" if f.prevention else "")
+        for f in state.open_failures
+    ]
+    memory = [f"- Decision: {d}" for d in state.decisions] + [
+        f"- Constraint: {c}" for c in state.constraints
+    ]
+    agents = [f"- {a}" for a in state.agents_in_flight]
+    calls = [
+        f"- {c.timestamp[11:19]} {c.tool or 'tool'} {c.file}" + ("" if c.ok else " (failed)")
+        for c in state.last_tool_calls
+    ]
+    summary = [s for s in (state.compact_summary.strip(), running_summary.strip()) if s]
+    return [
+        Section("lead", "", lead, budget("lead"), min_items=len(lead)),
+        Section("tasks", "\nOpen tasks:", tasks, budget("tasks")),
+        Section("files", "\nFiles edited or read most recently:", files, budget("files")),
+        Section("failures", "\nFailures not yet resolved:", failures, budget("failures")),
+        Section("memory", "\nDecisions and constraints in force:", memory, budget("memory")),
+        Section("agents", "\nSubagents still running:", agents, budget("agents")),
+        Section("calls", "\nLast tool calls (UTC):", calls, budget("calls")),
+        Section("summary", "\nEarlier summary:", summary, budget("summary")),
+    ]
+
+
+def render_context(
+    state: ResumeState, running_summary: str, config: Config
+) -> tuple[str, int, int]:
+    """(context text, its tokens, its UTF-16 length): within both `[resume]` budgets (I9)."""
+    counter = get_counter(config.summarizer.encoding)
+    max_tokens = config.resume.max_tokens
+    max_chars = min(config.resume.max_chars, 10000)
+    sections = sections_of(state, running_summary, max_tokens)
+
+    def _cut(text: str, tokens: int) -> str:
+        # A list line cut in half reads as noise ("- 03 …"): drop it; prose may be cut.
+        return "" if text.startswith("- ") else counter.truncate(text, tokens)
+
+    packed = pack_sections(
+        sections,
+        max_tokens,
+        counter.count,
+        max_chars=max_chars,
+        truncate=_cut,
+        flow_to="summary",
+        char_len=utf16_len,
+    )
+    text = render_sections(packed, sections)
+    return text, counter.count(text), utf16_len(text)

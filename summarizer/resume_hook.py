@@ -1,0 +1,364 @@
+"""SessionStart hook output: the prebuilt resume context, injected once (stdlib fast path)."""
+
+# Runs inside `ctxd-hook` on every SessionStart, so module-level imports are the standard
+# library only; msgspec, sqlite3 and tiktoken are imported only by the build path, which runs
+# when no prebuilt context exists. Every public function swallows errors: the hook must print
+# valid hook output or nothing, and never fail the session (I1).
+
+from __future__ import annotations
+
+import os
+import time
+
+from summarizer.fastjson import encode_string, loads
+
+# typing costs ~5 ms to import; this constant is the idiom type checkers understand.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Any
+
+__all__ = [
+    "HookSettings",
+    "autostart",
+    "claim_context",
+    "hook_output",
+    "lock_folder",
+    "read_settings",
+    "running_summary_text",
+    "session_start_output",
+]
+
+STATE_FILE = "precompact_state.json"
+CONTEXT_FILE = "context.md"
+CONSUMED_FILE = "consumed-context.md"
+LATEST_FILE = "latest.json"
+LOCK_FILE = "state.lock"
+MAX_CONTEXT_CHARS = 10000  # Claude Code's additionalContext limit (hooks reference §4.3)
+STARTUP_MAX_CHARS = 4000  # "a short project memory"
+# After `/clear` Claude Code starts a new session id; the state the old session wrote at its
+# SessionEnd is handed over only if it is this fresh.
+CLEAR_HANDOFF_S = 600.0
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+_SPAWNED: list[Any] = []  # keeps Popen objects alive: no ResourceWarning in long-lived callers
+
+
+class HookSettings:
+    """The config keys the hook reads (defaults as in config.toml)."""
+
+    def __init__(self, doc: dict[str, Any] | None = None) -> None:
+        resume = _table(doc, "resume")
+        daemon = _table(doc, "daemon")
+        inject_on = resume.get("inject_on", ["compact", "resume", "clear"])
+        self.inject_on = (
+            [s for s in inject_on if isinstance(s, str)] if isinstance(inject_on, list) else []
+        )
+        self.inject_on_startup = resume.get("inject_on_startup") is True
+        timeout = resume.get("build_timeout_s", 3.0)
+        self.build_timeout_s = float(timeout) if isinstance(timeout, int | float) else 3.0
+        max_chars = resume.get("max_chars", MAX_CONTEXT_CHARS)
+        valid = isinstance(max_chars, int) and 0 < max_chars <= MAX_CONTEXT_CHARS
+        self.max_chars = max_chars if valid else MAX_CONTEXT_CHARS
+        self.autostart = daemon.get("autostart") is True
+
+
+def session_start_output(payload: bytes, state_dir: str) -> str:
+    """The hook's stdout for a SessionStart payload: hook JSON, or "" (never raises)."""
+    try:
+        event = loads(payload)
+        if not isinstance(event, dict) or event.get("hook_event_name") != "SessionStart":
+            return ""
+        session_id = event.get("session_id")
+        source = event.get("source") or "startup"
+        if not _valid_id(session_id) or not isinstance(source, str) or not os.path.isdir(state_dir):
+            return ""
+        settings = read_settings(state_dir)
+        try:
+            text = ""
+            if source in settings.inject_on:
+                text = _resume_text(state_dir, str(session_id), source, settings)
+            elif source == "startup" and settings.inject_on_startup:
+                text = _startup_text(state_dir)
+        finally:
+            if settings.autostart:
+                autostart(state_dir)
+        return hook_output(text, settings.max_chars) if text.strip() else ""
+    except Exception:
+        return ""
+
+
+def hook_output(text: str, max_chars: int = MAX_CONTEXT_CHARS) -> str:
+    """`{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}`."""
+    context = _cap(text, max_chars).encode("utf-8", "replace").decode("utf-8")
+    return (
+        '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":'
+        + encode_string(context)
+        + "}}\n"
+    )
+
+
+def read_settings(state_dir: str) -> HookSettings:
+    """The hook's settings from `<state_dir>/config.toml`; defaults if missing or invalid."""
+    try:
+        with open(os.path.join(state_dir, "config.toml"), "rb") as f:
+            data = f.read()
+    except OSError:
+        return HookSettings()
+    try:
+        from summarizer.hook_config import parse_settings
+
+        return HookSettings(dict(parse_settings(data.decode("utf-8"))))
+    except (ValueError, UnicodeDecodeError):
+        return HookSettings()  # `ctxd doctor` reports a bad config; the hook must not fail
+
+
+def claim_context(
+    folder: str, *, newer_than_ns: int = 0, must_be_session_end: bool = False
+) -> str | None:
+    """Consume a prebuilt context once: None if none is usable (build one), "" if it is not
+    to be injected (low confidence, or consumed already).
+
+    A state that does not cover the session's events up to `newer_than_ns` (seen in the spool,
+    not yet indexed) is stale: None. The rename of context.md is the claim: of concurrent
+    hooks exactly one succeeds; the consumed context stays on disk for `ctxd resume`.
+    """
+    try:
+        with open(os.path.join(folder, STATE_FILE), "rb") as f:
+            state = loads(f.read())
+    except (OSError, ValueError):
+        return None  # missing or corrupt: the build path writes a fresh one
+    if not isinstance(state, dict):
+        return None
+    covers = state.get("covers_ns")
+    if newer_than_ns and (not isinstance(covers, int) or covers < newer_than_ns):
+        return None
+    if state.get("confidence") not in ("high", "medium"):
+        return ""
+    if must_be_session_end and state.get("trigger") != "session_end":
+        return ""
+    consumed = os.path.join(folder, CONSUMED_FILE)
+    try:
+        lock = lock_folder(folder)
+    except OSError:
+        return ""
+    try:
+        os.rename(os.path.join(folder, CONTEXT_FILE), consumed)
+    except OSError:
+        return ""  # consumed already (or never written): inject nothing
+    finally:
+        os.close(lock)
+    try:
+        with open(consumed, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, ValueError):
+        return ""
+
+
+def lock_folder(folder: str) -> int:
+    """flock a session's resume folder; close the returned fd to release it.
+
+    The claim (rename) and the writers (check, then write) hold it, so a writer that built
+    from the same events cannot re-arm a context a SessionStart consumed meanwhile.
+    """
+    import fcntl
+
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(os.path.join(folder, LOCK_FILE), flags, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def running_summary_text(path: str) -> str:
+    """The text of the summarizer's running-summary.json, tolerant of its exact shape."""
+    try:
+        with open(path, "rb") as f:
+            doc = loads(f.read())
+    except (OSError, ValueError):
+        return ""
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, dict):
+        for key in ("summary", "text", "content"):
+            value = doc.get(key)
+            if isinstance(value, str):
+                return value
+    return ""
+
+
+def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
+    """Start `ctxd run` detached unless a daemon holds (or is taking) the lock; never waits.
+
+    Returns the started process, or None when none was started (or starting failed).
+    """
+    try:
+        import fcntl
+
+        if _is_locked(os.path.join(state_dir, "daemon.lock")):
+            return None
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        guard = os.open(os.path.join(state_dir, "autostart.lock"), flags, 0o600)
+        try:
+            try:
+                fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None  # another hook is starting it, or its daemon still runs
+            if _is_locked(os.path.join(state_dir, "daemon.lock")):
+                return None
+            # The daemon inherits the guard, so the flock stays held for its whole life:
+            # concurrent hooks see it and spawn nothing while it starts or runs.
+            return spawn_daemon(state_dir, pass_fds=(guard,))
+        finally:
+            os.close(guard)
+    except Exception:
+        return None
+
+
+def spawn_daemon(state_dir: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+    """Run `ctxd run --state-dir …` in a new session with stdio on /dev/null."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    argv = [sys.executable, "-m", "summarizer.cli", "run", "--state-dir", state_dir]
+    # stdout/stderr on /dev/null: a child holding the hook's pipes makes Claude Code wait
+    # for it (hooks reference §7 #7).
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=root,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+        pass_fds=pass_fds,
+    )
+    _SPAWNED.append(proc)
+    return proc
+
+
+# --- private ----------------------------------------------------------------------------
+
+
+def _resume_text(state_dir: str, session_id: str, source: str, settings: HookSettings) -> str:
+    from summarizer.spool_tail import newest_event_ns
+
+    resume_dir = os.path.join(state_dir, "resume")
+    spool = os.path.join(state_dir, "spool")
+    newest = newest_event_ns(spool, session_id)
+    text = claim_context(os.path.join(resume_dir, session_id), newer_than_ns=newest)
+    if text is None and source == "clear" and not newest:
+        other = _clear_handoff(resume_dir, session_id)
+        if other:
+            text = claim_context(
+                os.path.join(resume_dir, other),
+                newer_than_ns=newest_event_ns(spool, other),
+                must_be_session_end=True,
+            )
+    if text is None:
+        folder = _build_within(state_dir, session_id, source, settings.build_timeout_s)
+        text = claim_context(folder) if folder else ""
+    return text or ""
+
+
+def _clear_handoff(resume_dir: str, session_id: str) -> str:
+    try:
+        with open(os.path.join(resume_dir, LATEST_FILE), "rb") as f:
+            latest = loads(f.read())
+        other = latest["session_id"]
+        fresh = time.time_ns() - int(latest["created_ns"]) <= CLEAR_HANDOFF_S * 1e9
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    if fresh and latest.get("trigger") == "session_end" and _valid_id(other):
+        return str(other) if other != session_id else ""
+    return ""
+
+
+def _build_within(state_dir: str, session_id: str, source: str, timeout_s: float) -> str:
+    """Build the state in a thread; return its folder, or "" if not done within `timeout_s`.
+
+    Only the caller claims (consumes) the result, so a build that finishes after the deadline
+    leaves an unconsumed context for the next SessionStart instead of losing it.
+    """
+    import threading
+
+    result: list[str] = []
+    deadline = time.monotonic() + timeout_s
+
+    def work() -> None:
+        try:
+            from summarizer.resume_build import build_for_session_start
+
+            result.append(build_for_session_start(state_dir, session_id, source, deadline))
+        except BaseException:
+            result.append("")
+
+    thread = threading.Thread(target=work, name="ctxd-resume-build", daemon=True)
+    thread.start()
+    thread.join(max(0.0, deadline - time.monotonic()))
+    return result[0] if result and time.monotonic() <= deadline + 0.05 else ""
+
+
+def _startup_text(state_dir: str) -> str:
+    summary = running_summary_text(os.path.join(state_dir, "context", "running-summary.json"))
+    if not summary.strip():
+        return ""
+    head = "Project memory from earlier sessions, kept by ctxd:\n\n"
+    return head + _cap(summary.strip(), STARTUP_MAX_CHARS - len(head))
+
+
+def _is_locked(path: str) -> bool:
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _valid_id(value: object) -> bool:
+    # The rule of indexer.paths.is_valid_session_id, without importing `re` on the hot path.
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 128
+        and value[0] not in "._-"
+        and all(c in _ID_CHARS for c in value)
+    )
+
+
+def _table(doc: dict[str, Any] | None, name: str) -> dict[str, Any]:
+    value = doc.get(name) if isinstance(doc, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _cap(text: str, max_chars: int) -> str:
+    """`text` within `max_chars` UTF-16 units (how Claude Code counts), cut at a line end."""
+    if len(text) <= max_chars // 2 or _utf16_len(text) <= max_chars:
+        return text
+    units = 0
+    end = len(text)
+    for i, ch in enumerate(text):
+        units += 2 if ord(ch) > 0xFFFF else 1
+        if units > max_chars:
+            end = i
+            break
+    cut = text[:end]
+    line_end = cut.rfind("\n")
+    return cut[:line_end] if line_end > max_chars // 2 else cut
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2

@@ -1,0 +1,78 @@
+"""The newest spool line of one session, read from the spool's tail (stdlib, for the hook)."""
+
+# The SessionStart hook must not inject a context older than the work it describes: a state
+# refreshed after a periodic compaction, say, while the PreCompact that followed is still in
+# the spool and not yet indexed. The index cannot tell (it lags), the spool can: the hook reads
+# the last bytes of the newest segments and finds the session's newest line there.
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["IGNORED_EVENTS", "TAIL_BYTES", "newest_event_ns"]
+
+TAIL_BYTES = 1 << 20  # read at most this much of the spool's end
+# Lines that do not change what a resume state says (or that SessionStart itself writes).
+IGNORED_EVENTS = (b"SessionStart", b"PostCompact", b"Notification")
+_HEAD = b'{"ctxd":1,"ts_ns":'
+_EVENT_KEY = b'"hook_event_name"'
+
+
+def newest_event_ns(spool_dir: str, session_id: str, budget: int = TAIL_BYTES) -> int:
+    """ts_ns of the session's newest spool line that matters for its state; 0 if none is in
+    the last `budget` bytes of the spool (then nothing newer than the index is known)."""
+    try:
+        names = sorted(n for n in os.listdir(spool_dir) if n.endswith(".jsonl"))
+    except OSError:
+        return 0
+    needle = session_id.encode()
+    for name in reversed(names):
+        if budget <= 0:
+            break
+        data, budget = _tail(os.path.join(spool_dir, name), budget)
+        found = _newest_in(data, needle)
+        if found:
+            return found
+    return 0
+
+
+def _tail(path: str, budget: int) -> tuple[bytes, int]:
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            start = max(0, size - budget)
+            f.seek(start)
+            data = f.read(size - start)
+    except OSError:
+        return b"", budget
+    if start:
+        data = data[data.find(b"\n") + 1 :]  # the first piece may be the end of a longer line
+    return data, budget - (size - start)
+
+
+def _newest_in(data: bytes, needle: bytes) -> int:
+    newest = 0
+    if needle not in data:
+        return 0
+    for line in data.split(b"\n"):
+        if needle not in line or not line.startswith(_HEAD):
+            continue
+        if _event_name(line) in IGNORED_EVENTS:
+            continue
+        end = line.find(b",", len(_HEAD))
+        try:
+            newest = max(newest, int(line[len(_HEAD) : end]))
+        except ValueError:
+            continue
+    return newest
+
+
+def _event_name(line: bytes) -> bytes:
+    # An unescaped `"hook_event_name"` occurs only as a key: inside a JSON string its quotes
+    # would be escaped.
+    i = line.find(_EVENT_KEY)
+    if i < 0:
+        return b""
+    i = line.find(b'"', line.find(b":", i + len(_EVENT_KEY)) + 1)
+    j = line.find(b'"', i + 1)
+    return line[i + 1 : j] if 0 <= i < j else b""

@@ -1,0 +1,171 @@
+"""Daemon lifecycle: `ctxd start`/`stop`, autostart from SessionStart hooks (one daemon), doctor."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from helpers import HOOK_CMD, poll, run_cli
+from resume_story import Daemons, encode, make_project, project_env, session_start
+
+from indexer.paths import StatePaths
+from indexer.writer import is_locked
+
+
+@pytest.fixture
+def daemons() -> Iterator[Daemons]:
+    d = Daemons()
+    yield d
+    d.stop_all()
+
+
+def daemon_pids(state_dir: Path) -> list[int]:
+    """Live `ctxd run` processes for `state_dir` (from /proc; zombies excluded)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and b"run" in argv and str(state_dir).encode() in argv:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _pid(state_dir: Path) -> int:
+    try:
+        return int(json.loads((state_dir / "daemon.json").read_bytes())["pid"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def test_start_stop(tmp_path: Path, daemons: Daemons) -> None:
+    state = tmp_path / ".ctxd"
+    done = run_cli("start", state_dir=state)
+    pid = _pid(state)
+    if pid:
+        daemons.adopt(pid)
+    # run_cli captures stdout/stderr: it returns only because the daemon does not hold them.
+    assert done.returncode == 0 and "started" in done.stdout, done.stderr
+    assert is_locked(StatePaths(state)) and daemon_pids(state) == [pid]
+    again = run_cli("start", state_dir=state)
+    assert again.returncode == 0 and f"already running (pid {pid})" in again.stdout
+    status = run_cli("doctor", "--json", state_dir=state)
+    checks = {c["name"]: c["status"] for c in json.loads(status.stdout)}
+    assert checks["daemon"] == "OK"
+    stop = run_cli("stop", state_dir=state)
+    assert stop.returncode == 0 and f"stopped (pid {pid})" in stop.stdout
+    assert not is_locked(StatePaths(state)) and daemon_pids(state) == []
+    assert "no daemon" in run_cli("stop", state_dir=state).stdout
+
+
+def test_stop_refuses_a_foreign_pid(tmp_path: Path, daemons: Daemons) -> None:
+    state = tmp_path / ".ctxd"
+    daemons.start(state)
+    real = json.loads((state / "daemon.json").read_bytes())
+    (state / "daemon.json").write_text(json.dumps({**real, "pid": os.getpid()}))
+    done = run_cli("stop", state_dir=state)
+    assert done.returncode == 1 and "not a ctxd daemon" in done.stderr
+    assert is_locked(StatePaths(state))
+
+
+def test_ten_concurrent_session_starts_autostart_exactly_one_daemon(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    project = make_project(tmp_path / "app")
+    state = project / ".ctxd"
+    state.mkdir(mode=0o700)
+    (state / "config.toml").write_text("[daemon]\nautostart = true\n")
+    payload = encode(session_start(project, "startup"))
+    env = project_env(project)
+
+    def one_hook(_: int) -> tuple[int, bytes, float]:
+        t = time.monotonic()
+        done = subprocess.run(
+            HOOK_CMD,
+            input=payload,
+            env=env,
+            cwd=project,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        return done.returncode, done.stdout, time.monotonic() - t
+
+    try:
+        with ThreadPoolExecutor(10) as pool:
+            results = list(pool.map(one_hook, range(10)))
+        assert all(code == 0 and out == b"" for code, out, _ in results)
+        # The hooks return without waiting for the daemon (and without it holding their pipes).
+        assert max(seconds for _, _, seconds in results) < 10
+        pid = poll(lambda: _pid(state), 30)
+        seen = {pid}
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:  # any second daemon would show up meanwhile
+            live = daemon_pids(state)
+            seen.update(live)
+            assert len(live) <= 1, live
+            time.sleep(0.05)
+        assert seen == {pid} and is_locked(StatePaths(state))
+        # A later SessionStart with the daemon running starts nothing.
+        assert one_hook(0)[0] == 0
+        time.sleep(0.5)
+        assert daemon_pids(state) == [pid]
+    finally:
+        for p in daemon_pids(state):
+            daemons.adopt(p)
+
+
+def test_autostart_off_by_default(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "app")
+    done = subprocess.run(
+        HOOK_CMD,
+        input=encode(session_start(project, "startup")),
+        env=project_env(project),
+        cwd=project,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0
+    time.sleep(0.5)
+    assert daemon_pids(project / ".ctxd") == []
+
+
+def test_doctor_reports_missing_hooks_and_broken_paths(tmp_path: Path) -> None:
+    project = tmp_path / "app"
+    (project / ".claude").mkdir(parents=True)
+    state = project / ".ctxd"
+    env = {"HOME": str(tmp_path / "home")}
+    from helpers import clean_env
+
+    done = run_cli("doctor", cwd=project, env=clean_env(**env))
+    assert done.returncode == 1 and "FAIL  hooks" in done.stdout and "ctxd init" in done.stdout
+    settings = {
+        "hooks": {
+            "Stop": [
+                {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": "/nope/python",
+                            "args": ["-I", "-S", "/nope/indexer/hook.py"],
+                        }
+                    ]
+                }
+            ]
+        }
+    }
+    (project / ".claude" / "settings.json").write_text(json.dumps(settings))
+    done = run_cli("doctor", cwd=project, env=clean_env(**env))
+    assert "/nope/python" in done.stdout and done.returncode == 1
+    assert not state.exists() or state.is_dir()
