@@ -64,6 +64,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     project = Path(tempfile.mkdtemp(prefix="ctxd-demo-"))
     try:
         (project / ".git").mkdir()
+        for rel in ("src/reports.py", "src/export.py", "web/reports.html", "tests/test_export.py"):
+            (project / rel).parent.mkdir(parents=True, exist_ok=True)
+            (project / rel).write_text("# demo file\n")
         paths = StatePaths(project / ".ctxd")
         payloads = demo_session(str(project))
         print(f"replaying {len(payloads)} hook events into {project} through the real ctxd-hook …")
@@ -90,5 +93,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _show_extras(paths: StatePaths) -> None:
-    """The summarizer's and resume's view of the session (sections added as they exist)."""
-    print(f"\nsession id: {DEMO_SESSION_ID}")
+    """Compaction, the orchestrator's injection, the session list, and the resume hand-back."""
+    from summarizer.cli import main as ctxd
+
+    state = ["--state-dir", str(paths.root)]
+    for argv in (["compact"], ["inject", "--format", "markdown"], ["sessions"]):
+        print(f"\n$ ctxd {' '.join(argv)}")
+        ctxd([*argv, *state])
+    print('\n$ echo \'{…"hook_event_name":"SessionStart","source":"compact"…}\' | ctxd-hook')
+    project = paths.root.parent
+    payload = {
+        "session_id": DEMO_SESSION_ID,
+        "transcript_path": f"/home/dev/.claude/projects/{DEMO_SESSION_ID}.jsonl",
+        "cwd": str(project),
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }
+    env = {"PATH": os.environ.get("PATH", ""), "CLAUDE_PROJECT_DIR": str(project)}
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", str(HOOK)],
+        input=json.dumps(payload).encode(),
+        env=env,
+        cwd=project,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    ).stdout
+    try:
+        context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    except (ValueError, KeyError, TypeError):
+        print(f"(no resume context: {out[:200]!r})")
+        return
+    print(f"additionalContext ({len(context)} characters):\n")
+    print(context)

@@ -1,0 +1,83 @@
+"""The README, config.toml, --help and .ci/run stay true to the code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+
+from indexer.config import Config, parse_config
+from summarizer.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _subcommands() -> list[str]:
+    parser = build_parser()
+    [action] = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    return sorted(action.choices)
+
+
+def _config_keys() -> list[str]:
+    keys = []
+    for section in msgspec.structs.fields(Config):
+        section_type = section.type
+        keys += [f.name for f in msgspec.structs.fields(section_type)]
+    return keys
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+    test_command = blocks[1].strip()
+    assert "pytest" in test_command
+    ci_lines = (REPO / ".ci" / "run").read_text().strip().splitlines()
+    assert ci_lines[-1].strip() == test_command
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+    assert "ctxd demo" in blocks[0]
+    assert README.index(blocks[0]) < README.index("## ")
+
+
+def test_every_cli_command_is_documented() -> None:
+    missing = [name for name in _subcommands() if f"ctxd {name}" not in README]
+    assert not missing, f"README lacks {missing}"
+
+
+def test_every_config_key_is_documented_and_defaulted() -> None:
+    config_toml = (REPO / "config.toml").read_text(encoding="utf-8")
+    for key in _config_keys():
+        assert f"`{key}`" in README, f"README lacks {key}"
+        assert re.search(rf"^{key} = ", config_toml, re.M), f"config.toml lacks {key}"
+    assert parse_config(config_toml.encode()) == Config(), "config.toml must show the defaults"
+
+
+def test_packaged_default_config_is_the_documented_one() -> None:
+    packaged = REPO / "indexer" / "default_config.toml"
+    assert packaged.read_bytes() == (REPO / "config.toml").read_bytes()
+
+
+def test_demo_runs_and_shows_each_stage() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "summarizer.cli", "demo"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    for marker in (
+        "indexed 51 entries",
+        "agent arch-001",
+        "ctxd inject",
+        "Active Constraints",
+        "additionalContext",
+        "Task in progress: Write export tests",
+        "[REDACTED:",
+    ):
+        assert marker in out, marker
