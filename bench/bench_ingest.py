@@ -64,6 +64,9 @@ def build_spool(spool: Path, n: int) -> tuple[list[bytes], int]:
     ts0 = 1_790_000_000_000_000_000
     for i in range(n):
         p = dict(payloads[i % len(payloads)])
+        # Each replay of the corpus is new history: its own sessions, so agent ids of one
+        # replay are not taken for agents of another.
+        p["session_id"] = f"{p['session_id']}-r{i // len(payloads)}"
         if p.get("tool_use_id") or p.get("tool_name"):
             p["tool_use_id"] = f"toolu_bench_{i:08d}"
         try:

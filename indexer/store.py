@@ -104,6 +104,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             # Checkpoint the WAL every ~16 MB rather than every 4 MB: a bulk catch-up then
             # spends far fewer fsyncs; readers never wait either way (WAL).
             conn.execute("PRAGMA wal_autocheckpoint=4000")
+            # The unique indexes take random keys (hashes): a 32 MB page cache keeps their hot
+            # pages in memory as history grows, instead of the 2 MB default.
+            conn.execute("PRAGMA cache_size=-32768")
             _migrate(conn)
         else:
             _check_version(conn, path)
