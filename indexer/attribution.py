@@ -142,7 +142,10 @@ class AgentRegistry:
     # --- internals ------------------------------------------------------------------------
 
     def _agent_call(self, s: _Session, e: Entry) -> str:
-        agent_id = s.by_tool.get(e.tool_use_id) if e.tool_use_id else None
+        if e.tool_use_id:
+            agent_id = s.by_tool.get(e.tool_use_id)
+        else:
+            agent_id = self._open_call_without_id(s, e)
         if agent_id is None:
             explicit = extract_agent_id(e.instruction)
             agent_type = e.agent_type or "general-purpose"
@@ -164,6 +167,25 @@ class AgentRegistry:
         if e.cc_agent_id:
             self._link(s, e.session_id, e.cc_agent_id, agent_id)
         return agent_id
+
+    @staticmethod
+    def _open_call_without_id(s: _Session, e: Entry) -> str | None:
+        """Pair a result with its call when Claude Code sent no tool_use_id (1.0.x versions).
+
+        The oldest running agent started without an id, of the same type and description, is
+        the one this result belongs to; a start is never paired (it begins a new instance).
+        """
+        if e.event == "agent_start":
+            return None
+        for row in s.agents.values():  # insertion order = start order
+            if (
+                not row.tool_use_id
+                and row.status == "running"
+                and row.agent_type == (e.agent_type or "general-purpose")
+                and row.description == e.description
+            ):
+                return row.agent_id
+        return None
 
     def _resolve_cc(self, s: _Session, e: Entry) -> str:
         cc = e.cc_agent_id
@@ -207,11 +229,27 @@ class AgentRegistry:
                 [(session_id, previous), (session_id, agent_id)],
             )
             old = s.agents.get(previous)
+            if previous == cc.lower() and not self._has_entries(session_id, previous):
+                # The agent was only ever Claude Code's id seen before its Agent call: now
+                # that the id is linked to the real instance, nothing is left of it.
+                s.agents.pop(previous, None)
+                self._dirty.discard((session_id, previous))
+                self._conn.execute(
+                    "DELETE FROM agents WHERE session_id=? AND agent_id=?", (session_id, previous)
+                )
+                return
             if old is not None and old.cc_agent_id == cc:
                 old.cc_agent_id = ""
                 if old.status == "running" and previous not in s.pending:
                     s.pending.insert(0, previous)
             self._dirty.add((session_id, previous))
+
+    def _has_entries(self, session_id: str, agent_id: str) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM entries WHERE session_id=? AND agent_id=? LIMIT 1",
+            (session_id, agent_id),
+        ).fetchone()
+        return row is not None
 
     def _session(self, session_id: str) -> _Session:
         s = self._sessions.get(session_id)

@@ -121,7 +121,10 @@ class ViewWriter:
             for se in store.agent_entries(conn, session_id, view)
         ]
         self._drop(path)  # an open fd would keep writing to the replaced file
-        write_atomic(path, b"".join(chunks))
+        if chunks:
+            write_atomic(path, b"".join(chunks))
+        else:  # every entry moved to another agent: no view is left for this one
+            path.unlink(missing_ok=True)
 
     def forget(self) -> None:
         """Close open views and drop remembered positions (files changed behind our back)."""
