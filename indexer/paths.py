@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from indexer.errors import InvalidIdError, StateDirError
@@ -40,11 +39,26 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-@dataclass(frozen=True)
 class StatePaths:
-    """Every path ctxd uses under one state directory."""
+    """Every path ctxd uses under one state directory.
 
-    root: Path
+    A plain class, not a dataclass: `dataclasses` imports `inspect`, which the fast read and
+    hook paths should not pay for.
+    """
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StatePaths) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"StatePaths({self.root!r})"
 
     @property
     def spool(self) -> Path:

@@ -352,17 +352,3 @@ def count(conn: sqlite3.Connection, table: str) -> int:
     """Row count of one of the index's own tables."""
     assert table in {"entries", "sessions", "agents", "quarantine", "files"}
     return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-
-
-def latest_session_with_agent(conn: sqlite3.Connection, agent_id: str) -> str | None:
-    """The most recently active session that has entries of `agent_id`."""
-    if agent_id == "main":
-        row = conn.execute(
-            "SELECT session_id FROM entries WHERE agent_id='main' ORDER BY id DESC LIMIT 1"
-        ).fetchone()
-    else:
-        row = conn.execute(
-            "SELECT session_id FROM agents WHERE agent_id=? ORDER BY last_ns DESC LIMIT 1",
-            (agent_id,),
-        ).fetchone()
-    return str(row[0]) if row else None

@@ -18,6 +18,7 @@ from indexer.errors import IndexBusyError, StateDirError
 from indexer.fileio import sweep_temp_files
 from indexer.ingest import Ingestor, IngestStats
 from indexer.paths import StatePaths
+from indexer.readonly import complete_size
 
 log = logging.getLogger("ctxd.writer")
 
@@ -166,7 +167,7 @@ def lag(conn: sqlite3.Connection, spool: Path) -> tuple[int, int]:
 def wait_for_daemon(paths: StatePaths, wait_s: float) -> bool:
     """Wait until the index covers every complete spool line written before now."""
     target = {
-        n: _complete_size(paths.spool / n, size) for n, size in spool_sizes(paths.spool).items()
+        n: complete_size(paths.spool / n, size) for n, size in spool_sizes(paths.spool).items()
     }
     target = {n: size for n, size in target.items() if size}
     if not paths.index_db.exists():
@@ -184,23 +185,6 @@ def wait_for_daemon(paths: StatePaths, wait_s: float) -> bool:
             time.sleep(0.02)
     finally:
         conn.close()
-
-
-def _complete_size(path: Path, size: int) -> int:
-    """The size of `path` up to and including its last b"\n" (complete lines only)."""
-    try:
-        with open(path, "rb") as f:
-            pos = size
-            while pos > 0:
-                start = max(0, pos - 65536)
-                f.seek(start)
-                i = f.read(pos - start).rfind(b"\n")
-                if i >= 0:
-                    return start + i + 1
-                pos = start
-    except FileNotFoundError:
-        pass
-    return 0
 
 
 def _count_newlines(path: Path, start: int, end: int) -> int:

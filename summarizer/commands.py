@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from indexer import store, views
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name, resolve_state_paths
+from indexer.paths import StatePaths, resolve_state_paths
 from indexer.writer import catch_up, is_locked, lag, writer_lock
-
-
-class UsageError(CtxdError):
-    """A flag value the command cannot use (exit 2)."""
 
 
 def state_paths(args: argparse.Namespace) -> StatePaths:
@@ -139,116 +132,3 @@ def _duration(seconds: float) -> str:
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
-
-
-# --- read -------------------------------------------------------------------------------
-
-
-def validate_read(args: argparse.Namespace) -> None:
-    """Seed 000 §3.3.2: the read flags and their messages."""
-    if not args.agent_id:
-        raise UsageError("--agent-id is required")
-    if not is_valid_view_name(args.agent_id):
-        raise UsageError("invalid agent-id format (letters, digits, '-' and '_', 2-64 characters)")
-    if not 1 <= args.lines <= 1000:
-        raise UsageError("--lines must be between 1 and 1000")
-    if args.session is not None and not is_valid_session_id(args.session):
-        raise UsageError("invalid session id format")
-
-
-def cmd_read(args: argparse.Namespace) -> int:
-    """Print the last N entries of one agent (JSON or text)."""
-    try:
-        validate_read(args)
-    except UsageError as e:
-        print(f"ctxd read: error: {e} (see `ctxd read --help`)", file=sys.stderr)
-        return 2
-    paths = state_paths(args)
-    agent_id = args.agent_id.lower()
-    catch_up(paths)
-    session_id = args.session
-    total = 0
-    if paths.index_db.exists():
-        conn = store.connect(paths.index_db, readonly=True)
-        try:
-            if session_id is None:
-                session_id = store.latest_session_with_agent(conn, agent_id)
-            if session_id is not None:
-                total = int(
-                    conn.execute(
-                        "SELECT count(*) FROM entries WHERE session_id=? AND agent_id=?",
-                        (session_id, agent_id),
-                    ).fetchone()[0]
-                )
-        finally:
-            conn.close()
-    context_file = paths.session_dir(session_id) / f"{agent_id}.jsonl" if session_id else None
-    raw_lines = tail_lines(context_file, args.lines) if context_file else []
-    entries = [json.loads(line) for line in raw_lines]
-    metadata = _metadata(agent_id, session_id or "", total, context_file)
-    if args.format == "text":
-        _print_text(metadata, entries, args.include_metadata)
-    else:
-        out: dict[str, Any] = {"metadata": metadata} if args.include_metadata else {}
-        out["entries"] = entries
-        json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
-    return 0
-
-
-def _metadata(agent_id: str, session_id: str, total: int, path: Path | None) -> dict[str, Any]:
-    size, modified = 0, None
-    if path is not None:
-        try:
-            st = path.stat()
-            size, modified = st.st_size, views.iso_utc(st.st_mtime_ns)
-        except FileNotFoundError:
-            pass
-    return {
-        "agent_id": agent_id,
-        "session_id": session_id,
-        "total_entries": total,
-        "file_size_bytes": size,
-        "last_modified": modified,
-        "context_file": str(path) if path else None,
-    }
-
-
-def _print_text(metadata: dict[str, Any], entries: list[dict[str, Any]], with_meta: bool) -> None:
-    print(
-        f"Agent: {metadata['agent_id']} | Session: {metadata['session_id'] or '-'} | "
-        f"Entries: {metadata['total_entries']}"
-    )
-    if with_meta:
-        print(
-            f"File: {metadata['context_file'] or '-'} | Size: {metadata['file_size_bytes']} bytes"
-            f" | Modified: {metadata['last_modified'] or '-'}"
-        )
-    print("---")
-    for e in entries:
-        print(f"{e.get('timestamp', '')} [{e.get('event', '')}] {e.get('description', '')}")
-
-
-def tail_lines(path: Path, n: int) -> list[bytes]:
-    """The last `n` complete lines of a file, reading backwards in blocks (no full read)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return []
-    try:
-        end = os.fstat(fd).st_size
-        data = b""
-        pos = end
-        block = 64 * 1024
-        while pos > 0 and data.count(b"\n") <= n:
-            start = max(0, pos - block)
-            data = os.pread(fd, pos - start, start) + data
-            pos = start
-            block = min(block * 2, 8 * 1024 * 1024)
-    finally:
-        os.close(fd)
-    last_newline = data.rfind(b"\n")
-    lines = data[: last_newline + 1].split(b"\n")[:-1] if last_newline >= 0 else []
-    if pos > 0 and lines:
-        lines = lines[1:]  # the first piece may be the tail of an older line
-    return [line for line in lines[-n:] if line.strip()]

@@ -69,3 +69,30 @@ def test_only_tokens_imports_tiktoken() -> None:
         and any(n.split(".")[0] == "tiktoken" for n in _imports(p))
     ]
     assert users == ["summarizer/tokens.py"]
+
+
+def test_readonly_schema_version_matches_the_store() -> None:
+    from indexer import readonly, store
+
+    assert readonly.SCHEMA_VERSION == store.SCHEMA_VERSION
+
+
+def test_read_on_a_current_index_loads_no_msgspec(tmp_path: Path) -> None:
+    # The orchestrator's frequent `ctxd read`: when nothing is new it must stay light.
+    from indexer.hook import run
+    from indexer.paths import StatePaths
+    from indexer.writer import catch_up
+
+    payload = b'{"session_id":"s1","hook_event_name":"UserPromptSubmit","prompt":"hi"}'
+    run(payload, {"CTXD_HOME": str(tmp_path)}, "/")
+    catch_up(StatePaths(tmp_path))
+    code = (
+        "import sys; from summarizer.cli import main;"
+        f"main(['read', '--agent-id', 'main', '--state-dir', {str(tmp_path)!r}]);"
+        "print('msgspec' in sys.modules, file=sys.stderr)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert out.stderr.strip() == "False"
+    assert '"prompt"' in out.stdout

@@ -1,0 +1,88 @@
+"""Read-only index checks and queries that need only sqlite3: the fast path of `ctxd read`.
+
+`ctxd read` is called by orchestrators again and again; importing msgspec and the ingest code
+costs more than the read itself. When the index already covers every complete spool line and
+the views are level with it, nothing needs catching up (I12 holds) and these plain queries
+answer; otherwise the caller falls back to `indexer.writer.catch_up`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+SCHEMA_VERSION = 1  # must equal indexer.store.SCHEMA_VERSION (checked by the tests)
+
+
+def complete_size(path: Path, size: int) -> int:
+    """The size of `path` up to and including its last b"\\n" (its complete lines only)."""
+    try:
+        with open(path, "rb") as f:
+            pos = size
+            while pos > 0:
+                start = max(0, pos - 65536)
+                f.seek(start)
+                i = f.read(pos - start).rfind(b"\n")
+                if i >= 0:
+                    return start + i + 1
+                pos = start
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def connect_readonly(index_db: Path) -> sqlite3.Connection | None:
+    """A read-only connection, or None if there is no index or it has another schema."""
+    if not index_db.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{index_db}?mode=ro", uri=True, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout=10000")
+        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            conn.close()
+            return None
+    except sqlite3.DatabaseError:
+        return None
+    return conn
+
+
+def index_is_current(conn: sqlite3.Connection, spool: Path) -> bool:
+    """True if every complete spool line is indexed and every view is level with the index."""
+    offsets = dict(conn.execute("SELECT name, offset FROM files WHERE active=1").fetchall())
+    try:
+        with os.scandir(spool) as it:
+            segments = [(d.name, d.stat().st_size) for d in it if d.name.endswith(".jsonl")]
+    except FileNotFoundError:
+        segments = []
+    for name, size in segments:
+        offset = offsets.get(name, 0)
+        if size > offset and complete_size(spool / name, size) > offset:
+            return False
+    max_id = conn.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]
+    row = conn.execute("SELECT value FROM meta WHERE key='views_upto'").fetchone()
+    views_upto = int(row[0]) if row and row[0] else 0
+    dirty = conn.execute("SELECT count(*) FROM dirty_views").fetchone()[0]
+    return bool(views_upto == max_id and dirty == 0)
+
+
+def latest_session_with_agent(conn: sqlite3.Connection, agent_id: str) -> str | None:
+    """The most recently active session that has entries of `agent_id`."""
+    if agent_id == "main":
+        row = conn.execute(
+            "SELECT session_id FROM entries WHERE agent_id='main' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT session_id FROM agents WHERE agent_id=? ORDER BY last_ns DESC LIMIT 1",
+            (agent_id,),
+        ).fetchone()
+    return str(row[0]) if row else None
+
+
+def count_agent_entries(conn: sqlite3.Connection, session_id: str, agent_id: str) -> int:
+    """How many entries one agent has in one session."""
+    row = conn.execute(
+        "SELECT count(*) FROM entries WHERE session_id=? AND agent_id=?", (session_id, agent_id)
+    ).fetchone()
+    return int(row[0])
