@@ -96,9 +96,13 @@ def append_line(spool_dir: str, name: str, line: bytes) -> None:
 
 def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) -> str:
     """Spool one payload; return the spool path written, or "" when there was nothing to do."""
+    return append_event(payload, state_dir(environ, cwd))
+
+
+def append_event(payload: bytes, base: str) -> str:
+    """Spool one payload under the state directory `base` (see `run`)."""
     if not payload.strip():
         return ""
-    base = state_dir(environ, cwd)
     spool_dir = os.path.join(base, "spool")
     if not os.path.isdir(spool_dir):
         # makedirs applies `mode` to the leaf only: create the state dir itself first so
@@ -154,12 +158,13 @@ def main() -> int:
             cwd = os.getcwd()
         except OSError:
             cwd = "/"
+        base = state_dir(environ, cwd)
         try:
-            run(payload, environ, cwd)
+            append_event(payload, base)
         except Exception:
             pass  # unwritable, missing or full state directory: fail open, never fail the agent
         if b"SessionStart" in payload[:4096]:
-            _session_start(payload, state_dir(environ, cwd))
+            _session_start(payload, base)
     except BaseException:
         pass
     return 0

@@ -18,7 +18,14 @@ from indexer.models import Entry, Envelope, HookPayload
 from indexer.normalize import PayloadError, normalize
 from indexer.paths import StatePaths, is_valid_session_id
 from indexer.redact import redact_bytes, redact_entry
-from indexer.spool import LineError, RawLine, decode_envelope, salvage_points, split_lines
+from indexer.spool import (
+    LineError,
+    RawLine,
+    decode_envelope,
+    is_segment_name,
+    salvage_points,
+    split_lines,
+)
 from indexer.store import StoredEntry
 from indexer.tailer import (
     HEAD_BYTES,
@@ -242,10 +249,12 @@ class Ingestor:
         return state
 
     def _is_sealed(self, name: str, now: float) -> bool:
+        if not is_segment_name(name):
+            return True  # not an hour segment: no writer appends to it by name
         try:
             hour_start = calendar.timegm(time.strptime(name[:11], "%Y%m%dT%H"))
         except ValueError:
-            return True  # not an hour segment: no writer appends to it by name
+            return True  # digits that are no date (month 13): no hook writes that name
         return now >= hour_start + 3600
 
     # --- one line ---------------------------------------------------------------------------

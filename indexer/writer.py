@@ -8,7 +8,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from indexer.config import Config, load_config
 from indexer.errors import IndexBusyError, StateDirError
 from indexer.fileio import sweep_temp_files
 from indexer.ingest import Ingestor, IngestStats
+from indexer.locks import lock_is_held
 from indexer.paths import StatePaths
 from indexer.readonly import complete_size
 
@@ -51,18 +52,9 @@ def writer_lock(paths: StatePaths, *, wait_s: float = 0.0) -> Iterator[int]:
 def is_locked(paths: StatePaths) -> bool:
     """True if some process (normally the daemon) holds the writer lock now."""
     try:
-        fd = os.open(paths.lock, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return False
+        return lock_is_held(str(paths.lock))
     except OSError as e:
         raise StateDirError(f"cannot open {paths.lock}: {e.strerror}; check the state dir") from e
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 @dataclass
@@ -154,7 +146,11 @@ def spool_sizes(spool: Path) -> dict[str, int]:
 
 def lag(conn: sqlite3.Connection, spool: Path) -> tuple[int, int]:
     """Bytes and complete lines in the spool not yet indexed."""
-    offsets = {name: st.offset for name, st in store.active_files(conn).items()}
+    return spool_lag(spool, {name: st.offset for name, st in store.active_files(conn).items()})
+
+
+def spool_lag(spool: Path, offsets: Mapping[str, int]) -> tuple[int, int]:
+    """Bytes and complete lines of the spool past `offsets` (no offsets: the whole spool)."""
     lag_bytes = lag_lines = 0
     for name, size in spool_sizes(spool).items():
         offset = offsets.get(name, 0)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from indexer import store, views
 from indexer.paths import StatePaths, resolve_state_paths
-from indexer.writer import catch_up, is_locked, lag, writer_lock
+from indexer.writer import catch_up, is_locked, lag, spool_lag, writer_lock
 
 
 def state_paths(args: argparse.Namespace) -> StatePaths:
@@ -66,10 +65,8 @@ def status_report(paths: StatePaths) -> dict[str, Any]:
     report: dict[str, Any] = {"state_dir": str(paths.root), "daemon": info or None}
     if not paths.index_db.exists():
         report.update(entries=0, sessions=0, agents=0, quarantined=0, last_ingest=None)
-        # Nothing indexed yet: the whole spool is lag (the issue asks for bytes and lines).
-        segments = sorted(paths.spool.glob("*.jsonl")) if paths.spool.is_dir() else []
-        lag_bytes = sum(p.stat().st_size for p in segments)
-        report["lag"] = {"bytes": lag_bytes, "lines": sum(_count_lines(p) for p in segments)}
+        lag_bytes, lag_lines = spool_lag(paths.spool, {})  # nothing indexed: all of it is lag
+        report["lag"] = {"bytes": lag_bytes, "lines": lag_lines}
         return report
     conn = store.connect(paths.index_db, readonly=True)
     try:
@@ -91,15 +88,6 @@ def status_report(paths: StatePaths) -> dict[str, Any]:
     finally:
         conn.close()
     return report
-
-
-def _count_lines(path: Path) -> int:
-    """Complete lines (b"\\n") in a spool segment, read in blocks."""
-    try:
-        with open(path, "rb") as f:
-            return sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
-    except FileNotFoundError:
-        return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:

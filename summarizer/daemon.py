@@ -252,12 +252,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _start_jobs(daemon: Daemon) -> None:
-    """Start the scheduled jobs, if the summarizer's scheduler is available."""
+    """Start the session listeners (todos, resume states, retention) and the scheduled jobs."""
+    from summarizer.jobs import start_jobs
     from summarizer.session_jobs import attach
 
-    attach(daemon)  # todos.json, resume states on PreCompact/SessionEnd, retention (issue 4)
-    try:
-        from summarizer.jobs import start_jobs
-    except ImportError:
-        return
+    attach(daemon)
     start_jobs(daemon)

@@ -197,7 +197,9 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
     try:
         import fcntl
 
-        if _is_locked(os.path.join(state_dir, "daemon.lock")):
+        from indexer.locks import lock_is_held
+
+        if lock_is_held(os.path.join(state_dir, "daemon.lock")):
             return None
         flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
         guard = os.open(os.path.join(state_dir, "autostart.lock"), flags, 0o600)
@@ -206,7 +208,7 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
                 fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return None  # another hook is starting it, or its daemon still runs
-            if _is_locked(os.path.join(state_dir, "daemon.lock")):
+            if lock_is_held(os.path.join(state_dir, "daemon.lock")):
                 return None
             # The daemon inherits the guard, so the flock stays held for its whole life:
             # concurrent hooks see it and spawn nothing while it starts or runs.
@@ -311,22 +313,6 @@ def _startup_text(state_dir: str) -> str:
         return ""
     head = "Project memory from earlier sessions, kept by ctxd:\n\n"
     return head + _cap(summary.strip(), STARTUP_MAX_CHARS - len(head))
-
-
-def _is_locked(path: str) -> bool:
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def _valid_id(value: object) -> bool:
