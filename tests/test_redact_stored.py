@@ -111,12 +111,13 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
 
 def _files_with_key(state_dir: Path) -> list[str]:
     """Every file of the state directory, outside the spool, whose bytes hold the key."""
-    found = []
-    for path in sorted(state_dir.rglob("*")):
-        if path.is_file() and "spool" not in path.relative_to(state_dir).parts:
-            if KEY.encode() in path.read_bytes():
-                found.append(str(path.relative_to(state_dir)))
-    return found
+    return [
+        str(path.relative_to(state_dir))
+        for path in sorted(state_dir.rglob("*"))
+        if path.is_file()
+        and "spool" not in path.relative_to(state_dir).parts
+        and KEY.encode() in path.read_bytes()
+    ]
 
 
 @pytest.mark.parametrize(("fields", "column"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
