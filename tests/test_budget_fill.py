@@ -1,0 +1,97 @@
+"""The packer fills its budget: every item that fits is kept, checked against a plain greedy.
+
+The bound (never over budget) is tested in test_budget.py; these tests check the other side.
+With a counter whose counts add up exactly over concatenation (bytes of UTF-8), "fits" has one
+meaning, so the expected result is written here independently: walk the items in rank order
+and keep each one if the joined text, counted whole, stays within both budgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from summarizer.budget import Section, pack_items, pack_sections, render_sections
+from summarizer.tokens import get_counter
+
+
+def utf8_tokens(text: str) -> int:
+    """An additive stand-in for a tokenizer: one token per UTF-8 byte."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def greedy(
+    items: Sequence[str], max_tokens: int, count: object, sep: str, max_chars: int | None
+) -> list[str]:
+    """Keep, in order, each item with which the joined text still fits both budgets."""
+    assert callable(count)
+    if max_tokens <= 0 or (max_chars is not None and max_chars <= 0):
+        return []
+    kept: list[str] = []
+    for item in items:
+        text = sep.join([*kept, item])
+        if count(text) <= max_tokens and (max_chars is None or len(text) <= max_chars):
+            kept.append(item)
+    return kept
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=st.lists(st.text(max_size=30), max_size=25),
+    max_tokens=st.integers(0, 400),
+    max_chars=st.none() | st.integers(0, 400),
+    sep=st.sampled_from(["\n", "\n\n", " ", ""]),
+)
+def test_pack_items_keeps_everything_that_fits(
+    items: list[str], max_tokens: int, max_chars: int | None, sep: str
+) -> None:
+    kept = pack_items(items, max_tokens, utf8_tokens, separator=sep, max_chars=max_chars)
+    assert kept == greedy(items, max_tokens, utf8_tokens, sep, max_chars)
+
+
+@pytest.mark.parametrize("slack", [0, 1, 2])
+def test_pack_items_exact_fit_keeps_every_item(slack: int) -> None:
+    """Items that fill the budget exactly, or with a little room left, are all kept."""
+    items = ["alpha", "beta", "gamma", "delta"]
+    total = len("alpha\nbeta\ngamma\ndelta")  # 23 bytes
+    assert pack_items(items, total + slack, utf8_tokens) == items
+    assert pack_items(items, total - 1, utf8_tokens) == ["alpha", "beta", "gamma"]
+    assert pack_items(items, 100, utf8_tokens, max_chars=total + slack) == items
+
+
+def test_pack_items_with_the_real_tokenizer_matches_greedy() -> None:
+    """Newline-joined lines, as the summaries pack them, with cl100k: the same as greedy."""
+    count = get_counter().count
+    items = [
+        f"Decided: keep the spool append-only for component {i} ({'x' * (i % 7)})"
+        for i in range(60)
+    ]
+    for max_tokens in range(1, 700, 7):
+        expected = greedy(items, max_tokens, count, "\n", None)
+        assert pack_items(items, max_tokens, count) == expected, max_tokens
+
+
+def test_pack_sections_exact_fit_keeps_every_item() -> None:
+    header, items = "## Notes", ["one", "two", "three"]
+    block = len("## Notes\none\ntwo\nthree")
+    sections = [Section("notes", header, items, budget_tokens=block)]
+    assert pack_sections(sections, block, utf8_tokens) == {"notes": items}
+    smaller = [Section("notes", header, items, budget_tokens=block - 1)]
+    assert pack_sections(smaller, block, utf8_tokens) == {"notes": ["one", "two"]}
+
+
+def test_pack_sections_unused_budget_fills_the_flow_section_exactly() -> None:
+    """The budget one section leaves unused lets the flow section keep one more item."""
+    facts = Section("facts", "F", ["a" * 10], budget_tokens=22)  # block "F\naaaaaaaaaa": 12
+    summary_items = ["s" * 9, "t" * 9, "u" * 9]
+    # Block "S\nsssssssss\nttttttttt": 21 bytes; with the third item: 31 = 21 + (22 - 12).
+    summary = Section("summary", "S", summary_items, budget_tokens=21)
+    packed = pack_sections([facts, summary], 1000, utf8_tokens, flow_to="summary")
+    assert packed == {"facts": ["a" * 10], "summary": summary_items}
+    render = render_sections(packed, [facts, summary])
+    assert render == "F\n" + "a" * 10 + "\nS\n" + "\n".join(summary_items)
+    alone = pack_sections([summary], 1000, utf8_tokens, flow_to="summary")
+    assert alone == {"summary": summary_items[:2]}  # no unused budget: 31 > 21
