@@ -40,10 +40,8 @@ from helpers import (
 
 from indexer.hook import build_line, segment_name, state_dir
 
-# "Quickly": the hook must never hold up Claude Code. A bare interpreter start is ~20 ms; the
-# bound is loose so that a loaded 2-core CI machine does not flake, yet a hang or a retry loop
-# (seconds) fails.
-QUICK_S = 2.0
+# How fast the hook is, is measured in bench/bench_hook.py; here a hang fails by run_hook's
+# timeout and the duration only appears in failure messages.
 FORBIDDEN_MODULES = (
     "msgspec",
     "sqlite3",
@@ -65,12 +63,10 @@ def timed_hook(
     return proc, time.monotonic() - start
 
 
-def assert_silent_success(
-    proc: subprocess.CompletedProcess[bytes], elapsed: float, limit: float = QUICK_S
-) -> None:
-    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
-    assert proc.stdout == b""
-    assert elapsed < limit, f"hook took {elapsed:.2f} s"
+def assert_silent_success(proc: subprocess.CompletedProcess[bytes], elapsed: float) -> None:
+    took = f"after {elapsed:.2f} s"  # a diagnosis, not a bound: timing belongs in bench/
+    assert proc.returncode == 0, (proc.returncode, took, proc.stderr[-2000:])
+    assert proc.stdout == b"", took
 
 
 def ingest(state: Path) -> str:
@@ -257,7 +253,7 @@ def test_twenty_megabyte_payload_is_one_whole_line(state_dir: Path) -> None:
     )
     assert len(data) > 20 * 1024 * 1024
     proc, elapsed = timed_hook(data, hook_env(state_dir), timeout=60)
-    assert_silent_success(proc, elapsed, limit=10.0)
+    assert_silent_success(proc, elapsed)
     content = only_segment(state_dir).read_bytes()
     assert content.count(b"\n") == 1
     expected = expected_line(data, content[:80])
@@ -280,6 +276,7 @@ def test_state_dir_below_a_regular_file(tmp_path: Path) -> None:
     proc, elapsed = timed_hook(payload(), hook_env(blocker / "x" / "state"))
     assert_silent_success(proc, elapsed)
     assert blocker.read_bytes() == b"keep"
+    assert list(tmp_path.iterdir()) == [blocker]  # nothing written anywhere else either
 
 
 @pytest.mark.skipif(
@@ -301,9 +298,25 @@ def test_unwritable_state_dir_chmod(state_dir: Path) -> None:
 def test_segment_path_is_a_directory(state_dir: Path) -> None:
     """open() fails with EISDIR: the hook gives up silently instead of failing the agent."""
     avoid_hour_boundary(5)
-    (state_dir / "spool" / segment_name(time.time_ns())).mkdir(parents=True)
+    segment = state_dir / "spool" / segment_name(time.time_ns())
+    (segment / "inside").mkdir(parents=True)
     proc, elapsed = timed_hook(payload(), hook_env(state_dir))
     assert_silent_success(proc, elapsed)
+    assert proc.stderr == b""
+    # Nothing was written: no other segment, no file in or beside the directory.
+    assert [p.relative_to(state_dir) for p in sorted(state_dir.rglob("*"))] == [
+        Path("spool"),
+        segment.relative_to(state_dir),
+        (segment / "inside").relative_to(state_dir),
+    ]
+    # And the hook is not stuck on it: once the directory is gone, the next event is written.
+    (segment / "inside").rmdir()
+    segment.rmdir()
+    data = payload(tool_name="Bash", tool_use_id="toolu_after_dir")
+    assert_silent_success(*timed_hook(data, hook_env(state_dir)))
+    assert [parse_envelope(x)["event"]["tool_use_id"] for x in spool_lines(state_dir)] == [
+        "toolu_after_dir"
+    ]
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o000, 0o077])
