@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers import HOOK_CMD, poll, run_cli
+from helpers import poll, run_cli
 from resume_story import Daemons, encode, make_project, project_env, session_start
+from subreaper import HookRun, run_hook_as_subreaper
 
 from indexer.paths import StatePaths
 from indexer.writer import is_locked
@@ -88,57 +87,43 @@ def test_ten_concurrent_session_starts_autostart_exactly_one_daemon(
     payload = encode(session_start(project, "startup"))
     env = project_env(project)
 
-    def one_hook(_: int) -> tuple[int, bytes, float]:
-        t = time.monotonic()
-        done = subprocess.run(
-            HOOK_CMD,
-            input=payload,
-            env=env,
-            cwd=project,
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-        return done.returncode, done.stdout, time.monotonic() - t
+    def one_hook(_: int) -> HookRun:
+        # Each hook runs under a subreaper: every process it starts is counted, even one that
+        # lost a race and exited at once. A daemon holding the hook's pipes would make the
+        # run hit its timeout instead of returning.
+        return run_hook_as_subreaper(payload, env, project)
 
+    runs: list[HookRun] = []
     try:
         with ThreadPoolExecutor(10) as pool:
-            results = list(pool.map(one_hook, range(10)))
-        assert all(code == 0 and out == b"" for code, out, _ in results)
-        # The hooks return without waiting for the daemon (and without it holding their pipes).
-        assert max(seconds for _, _, seconds in results) < 10
-        pid = poll(lambda: _pid(state), 30)
-        seen = {pid}
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:  # any second daemon would show up meanwhile
-            live = daemon_pids(state)
-            seen.update(live)
-            assert len(live) <= 1, live
-            time.sleep(0.05)
-        assert seen == {pid} and is_locked(StatePaths(state))
+            runs = list(pool.map(one_hook, range(10)))
+        assert all(r.returncode == 0 and r.stdout == b"" for r in runs)
+        # Exactly one process was ever started by the ten hooks, and it is still running.
+        assert sum(r.started for r in runs) == 1, runs
+        [pid] = [p for r in runs for p in r.alive]
+        assert poll(lambda: _pid(state), 30) == pid
+        assert is_locked(StatePaths(state)) and daemon_pids(state) == [pid]
         # A later SessionStart with the daemon running starts nothing.
-        assert one_hook(0)[0] == 0
-        time.sleep(0.5)
+        later = one_hook(0)
+        assert later.returncode == 0 and later.started == 0, later
         assert daemon_pids(state) == [pid]
     finally:
-        for p in daemon_pids(state):
+        for p in {*daemon_pids(state), *(p for r in runs for p in r.alive)}:
             daemons.adopt(p)
 
 
-def test_autostart_off_by_default(tmp_path: Path) -> None:
+def test_autostart_off_by_default(tmp_path: Path, daemons: Daemons) -> None:
     project = make_project(tmp_path / "app")
-    done = subprocess.run(
-        HOOK_CMD,
-        input=encode(session_start(project, "startup")),
-        env=project_env(project),
-        cwd=project,
-        capture_output=True,
-        timeout=30,
-        check=False,
+    done = run_hook_as_subreaper(
+        encode(session_start(project, "startup")), project_env(project), project
     )
+    for pid in done.alive:  # stopped after the test even when it fails
+        daemons.adopt(pid)
     assert done.returncode == 0
-    time.sleep(0.5)
+    # The hook has exited and left no process behind: no daemon can appear later.
+    assert (done.alive, done.reaped) == ([], 0)
     assert daemon_pids(project / ".ctxd") == []
+    assert not is_locked(StatePaths(project / ".ctxd"))
 
 
 def test_doctor_reports_missing_hooks_and_broken_paths(tmp_path: Path) -> None:
