@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from helpers import REPO, clean_env, run_cli
+from helpers import REPO, clean_env, payload, run_cli
 
+from indexer.hook import append_line, build_line, segment_name
 from indexer.paths import StatePaths
 from summarizer.inject import ContextAgent
 from summarizer.inject_cache import CACHE_FILE
@@ -113,3 +115,33 @@ def test_status_loads_no_heavy_module(tmp_path: Path) -> None:
     out, heavy = run_counted("status", "--json", "--state-dir", str(state))
     assert heavy == []
     assert json.loads(out)["lag"]["lines"] == 1
+
+
+def test_sessions_shows_the_20_newest_by_default_and_all_on_request(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    paths = StatePaths(state)
+    paths.ensure()
+    t0 = time.time_ns() - 3_600_000_000_000
+    sids = [f"sess-{n:02d}" for n in range(25)]
+    for n, sid in enumerate(sids):
+        ts = t0 + n * 1_000_000_000
+        line = build_line(
+            payload(session_id=sid, hook_event_name="UserPromptSubmit", prompt=f"task {n}"), ts, 7
+        )
+        append_line(str(paths.spool), segment_name(ts), line)
+    newest_first = sids[::-1]
+
+    def shown(*flags: str) -> list[str]:
+        done = run_cli("sessions", "--json", *flags, "--state-dir", str(state))
+        assert done.returncode == 0, done.stderr
+        return [row["session_id"] for row in json.loads(done.stdout)]
+
+    assert shown() == newest_first[:20]
+    assert shown("--limit", "3") == newest_first[:3]
+    assert shown("--all") == newest_first
+    table = run_cli("sessions", "--state-dir", str(state)).stdout.splitlines()
+    assert len(table) == 1 + 20  # the header and 20 rows
+    both = run_cli("sessions", "--all", "--limit", "3", "--state-dir", str(state))
+    assert both.returncode == 2 and len(both.stderr.splitlines()) == 1
+    zero = run_cli("sessions", "--limit", "0", "--state-dir", str(state))
+    assert zero.returncode != 0 and "--limit must be at least 1" in zero.stderr
