@@ -57,12 +57,15 @@ def sample_payloads() -> tuple[list[dict[str, object]], str]:
     return demo_session("/home/dev/project"), "demo session"
 
 
-def build_spool(spool: Path, n: int) -> tuple[list[bytes], int]:
-    """Write n envelope lines into hour segments; return the lines and total bytes."""
+def build_spool(spool: Path, n: int, start: int = 0) -> tuple[list[bytes], int]:
+    """Write n envelope lines into hour segments; return the lines and total bytes.
+
+    `start` numbers the events from there: spools built with other starts never overlap.
+    """
     payloads, _ = sample_payloads()
     lines: list[bytes] = []
     ts0 = 1_790_000_000_000_000_000
-    for i in range(n):
+    for i in range(start, start + n):
         p = dict(payloads[i % len(payloads)])
         # Each replay of the corpus is new history: its own sessions, so agent ids of one
         # replay are not taken for agents of another.

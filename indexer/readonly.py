@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 
 SCHEMA_VERSION = 1  # must equal indexer.store.SCHEMA_VERSION (checked by the tests)
@@ -30,6 +31,30 @@ def complete_size(path: Path, size: int) -> int:
     except FileNotFoundError:
         pass
     return 0
+
+
+def spool_sizes(spool: Path) -> dict[str, int]:
+    """The current size of every spool segment."""
+    sizes: dict[str, int] = {}
+    try:
+        with os.scandir(spool) as it:
+            for d in it:
+                if d.name.endswith(".jsonl"):
+                    sizes[d.name] = d.stat(follow_symlinks=False).st_size
+    except FileNotFoundError:
+        pass
+    return sizes
+
+
+def spool_lag(spool: Path, offsets: Mapping[str, int]) -> tuple[int, int]:
+    """Bytes and complete lines of the spool past `offsets` (no offsets: the whole spool)."""
+    lag_bytes = lag_lines = 0
+    for name, size in spool_sizes(spool).items():
+        offset = offsets.get(name, 0)
+        if size > offset:
+            lag_bytes += size - offset
+            lag_lines += _count_newlines(spool / name, offset, size)
+    return lag_bytes, lag_lines
 
 
 def connect_readonly(index_db: Path) -> sqlite3.Connection | None:
@@ -86,3 +111,20 @@ def count_agent_entries(conn: sqlite3.Connection, session_id: str, agent_id: str
         "SELECT count(*) FROM entries WHERE session_id=? AND agent_id=?", (session_id, agent_id)
     ).fetchone()
     return int(row[0])
+
+
+def _count_newlines(path: Path, start: int, end: int) -> int:
+    total = 0
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            remaining = end - start
+            while remaining > 0:
+                block = f.read(min(1 << 20, remaining))
+                if not block:
+                    break
+                total += block.count(b"\n")
+                remaining -= len(block)
+    except FileNotFoundError:
+        return 0
+    return total

@@ -8,7 +8,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from indexer.fileio import sweep_temp_files
 from indexer.ingest import Ingestor, IngestStats
 from indexer.locks import lock_is_held
 from indexer.paths import StatePaths
-from indexer.readonly import complete_size
+from indexer.readonly import complete_size, spool_lag, spool_sizes
 
 log = logging.getLogger("ctxd.writer")
 
@@ -131,33 +131,9 @@ def catch_up(
     return CatchUpResult(IngestStats(), by_daemon=True, caught_up=wait_for_daemon(paths, wait_s))
 
 
-def spool_sizes(spool: Path) -> dict[str, int]:
-    """The current size of every spool segment."""
-    sizes: dict[str, int] = {}
-    try:
-        with os.scandir(spool) as it:
-            for d in it:
-                if d.name.endswith(".jsonl"):
-                    sizes[d.name] = d.stat(follow_symlinks=False).st_size
-    except FileNotFoundError:
-        pass
-    return sizes
-
-
 def lag(conn: sqlite3.Connection, spool: Path) -> tuple[int, int]:
     """Bytes and complete lines in the spool not yet indexed."""
     return spool_lag(spool, {name: st.offset for name, st in store.active_files(conn).items()})
-
-
-def spool_lag(spool: Path, offsets: Mapping[str, int]) -> tuple[int, int]:
-    """Bytes and complete lines of the spool past `offsets` (no offsets: the whole spool)."""
-    lag_bytes = lag_lines = 0
-    for name, size in spool_sizes(spool).items():
-        offset = offsets.get(name, 0)
-        if size > offset:
-            lag_bytes += size - offset
-            lag_lines += _count_newlines(spool / name, offset, size)
-    return lag_bytes, lag_lines
 
 
 def wait_for_daemon(paths: StatePaths, wait_s: float) -> bool:
@@ -181,20 +157,3 @@ def wait_for_daemon(paths: StatePaths, wait_s: float) -> bool:
             time.sleep(0.02)
     finally:
         conn.close()
-
-
-def _count_newlines(path: Path, start: int, end: int) -> int:
-    total = 0
-    try:
-        with open(path, "rb") as f:
-            f.seek(start)
-            remaining = end - start
-            while remaining > 0:
-                block = f.read(min(1 << 20, remaining))
-                if not block:
-                    break
-                total += block.count(b"\n")
-                remaining -= len(block)
-    except FileNotFoundError:
-        return 0
-    return total

@@ -65,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
         "summarizer.commands:cmd_ingest",
         "index everything in the spool now (one catch-up pass)",
     )
-    p = add("status", "summarizer.commands:cmd_status", "show daemon, spool lag and index counts")
+    p = add(
+        "status", "summarizer.commands_status:cmd_status", "show daemon, spool lag and index counts"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     add(
         "rebuild",

@@ -59,7 +59,7 @@ def register(add: AddCommand) -> None:
 
     p = add(
         "inject",
-        "summarizer.inject:cmd_inject",
+        "summarizer.commands_inject:cmd_inject",
         "print the orchestrator's context injection (summary, decisions, failures, constraints)",
     )
     p.add_argument("--feature-id", help="rank this feature's items first")

@@ -6,13 +6,22 @@ import argparse
 from collections.abc import Callable
 
 AddCommand = Callable[[str, str, str], argparse.ArgumentParser]
+DEFAULT_SESSIONS = 20  # `ctxd sessions` without --limit or --all
 
 
 def register(add: AddCommand) -> None:
     """Add the session and integration subcommands to the `ctxd` parser."""
     p = add("sessions", "summarizer.commands_sessions:cmd_sessions", "list sessions, newest first")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--limit", type=int, metavar="N", help="show at most N sessions")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        default=DEFAULT_SESSIONS,
+        help=f"show the N newest sessions (default {DEFAULT_SESSIONS})",
+    )
+    shown.add_argument("--all", action="store_true", help="show every session")
 
     p = add(
         "resume",

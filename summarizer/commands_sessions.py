@@ -32,15 +32,16 @@ class InitError(CtxdError):
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     """List the sessions, newest first."""
-    if args.limit is not None and args.limit < 1:
+    if args.limit < 1:
         raise CtxdError("--limit must be at least 1")
+    limit = None if args.all else args.limit
     paths = state_paths(args)
     catch_up_sessions(paths)
     infos = []
     if paths.index_db.exists():
         conn = store.connect(paths.index_db, readonly=True)
         try:
-            infos = list_sessions(conn, args.limit)
+            infos = list_sessions(conn, limit)
         finally:
             conn.close()
     if args.json:

@@ -90,6 +90,12 @@ def compact_and_publish(
             store.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
             store.set_meta(conn, "last_compaction_trigger", trigger)
         run_after_compaction(conn, paths, config)
+    try:
+        from summarizer.inject import prebuild_injection
+
+        prebuild_injection(conn, paths, config, memory, result.summary, counter)
+    except Exception:  # only a cache: `ctxd inject` computes what is missing
+        log.exception("keeping the default injection failed")
     new_d, new_f = count_new(conn, before)
     log.info(
         "compaction (%s): %d entries in %.3f s, watermark %d, +%d decisions, +%d failures",

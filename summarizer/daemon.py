@@ -26,11 +26,16 @@ from indexer.errors import IndexBusyError
 from indexer.fileio import sweep_temp_files, write_atomic
 from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
+from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot
 from indexer.writer import IndexWriter, lag, open_writer, writer_lock
 
 log = logging.getLogger("ctxd.daemon")
 
 BatchListener = Callable[[IngestStats], None]
+# Notifications that mean new bytes or a new, moved or removed segment. Never "opened",
+# "closed_no_write" or "attrib": the daemon's own reads cause those, and waking on them made
+# every pass trigger the next (a busy loop with nothing to do).
+WAKE_EVENTS = frozenset({"created", "modified", "moved", "deleted", "closed"})
 
 
 class SpoolWatcher:
@@ -52,7 +57,8 @@ class SpoolWatcher:
         class _Wake(FileSystemEventHandler):
             def on_any_event(self, event: FileSystemEvent) -> None:
                 try:
-                    wake.set()
+                    if event.event_type in WAKE_EVENTS:
+                        wake.set()
                 except Exception:  # an exception here would kill watchdog's dispatcher
                     log.exception("watchdog handler failed")
 
@@ -110,6 +116,10 @@ class Daemon:
         self.started = time.time()
         self.last_stats = IngestStats()
         self.writer: IndexWriter | None = None
+        # Counters in daemon.json: an idle daemon's passes must stay within what the rescan
+        # interval allows (a busy loop shows here first).
+        self.passes = 0
+        self.skipped = 0
 
     def request_stop(self, signum: int | None = None, _frame: FrameType | None = None) -> None:
         if signum is not None:
@@ -153,17 +163,29 @@ class Daemon:
         interval = self.config.daemon.rescan_interval_s
         next_beat = time.monotonic() + self.config.daemon.heartbeat_interval_s
         failures = 0
+        last_seen: SpoolSnapshot | None = None  # the spool as the last pass saw it
+        unread = True  # bytes past an offset remain (a partial line): passes must go on
         while not self.stopping.is_set():
             self.wake.clear()
-            try:
-                with self.index_lock:
-                    stats = self.writer.pass_once()
-                failures = 0
-            except Exception:
-                failures += 1
-                log.exception("ingest pass failed (%d in a row); retrying", failures)
-                time.sleep(min(30.0, 0.5 * 2**failures))
-                continue
+            seen = snapshot(self.paths.spool)
+            stats = IngestStats()
+            if seen == last_seen and not unread:
+                self.skipped += 1  # nothing new: a few stat calls instead of a pass
+            else:
+                try:
+                    with self.index_lock:
+                        stats = self.writer.pass_once()
+                        self.passes += 1
+                        offsets = {
+                            n: f.offset for n, f in store.active_files(self.writer.conn).items()
+                        }
+                    failures = 0
+                except Exception:
+                    failures += 1
+                    log.exception("ingest pass failed (%d in a row); retrying", failures)
+                    time.sleep(min(30.0, 0.5 * 2**failures))
+                    continue
+                last_seen, unread = seen, bool(stats.lines) or has_unread(seen, offsets)
             if stats.lines:
                 self.last_stats = stats
                 for listener in self.listeners:
@@ -190,6 +212,8 @@ class Daemon:
                 "lag_bytes": lag_bytes,
                 "lag_lines": lag_lines,
                 "entries": store.max_entry_id(self.writer.conn),
+                "passes": self.passes,
+                "skipped": self.skipped,
             }
             write_atomic(self.paths.daemon_json, json.dumps(info).encode())
         except Exception:

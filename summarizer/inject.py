@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import os
-import sys
+import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,14 @@ from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from indexer.writer import lag
 from summarizer.budget import pack_items, utf16_len
+from summarizer.inject_cache import (
+    TOP_DECISIONS,
+    TOP_FAILURES,
+    current_watermark,
+    empty_injection,
+    remember_injection,
+    render_injection,
+)
 from summarizer.models import Memory
 from summarizer.rank import feature_first
 from summarizer.tokens import TokenCounter, get_counter, sanitize
@@ -24,9 +30,6 @@ from summarizer.tokens import TokenCounter, get_counter, sanitize
 log = logging.getLogger("ctxd.inject")
 
 MAX_CHARS = 10_000
-TOP_DECISIONS = 3
-TOP_FAILURES = 2
-_HEAD = "\n\n## Project Context\n\n"
 # The rendered injection costs a few tokens more than its packed parts (headers, blank lines);
 # this is reserved up front, and the final count on the real string is what guarantees I9.
 _OVERHEAD_TOKENS = 24
@@ -35,41 +38,6 @@ _OVERHEAD_CHARS = 120
 
 class InjectionError(CtxdError):
     """The injection could not be built (the message says why)."""
-
-
-def empty_injection(error: str | None = None) -> dict[str, Any]:
-    """The injection with nothing in it (`tokenCount` 0: the orchestrator injects nothing)."""
-    result: dict[str, Any] = {
-        "summary": "",
-        "decisions": [],
-        "failures": [],
-        "constraints": [],
-        "tokenCount": 0,
-    }
-    if error is not None:
-        result["error"] = error
-    return result
-
-
-def render_injection(injection: dict[str, Any]) -> str:
-    """The text seed 004's `inject_context()` appends to a prompt for this injection."""
-    text = _HEAD + f"**Summary:**\n{injection['summary']}\n\n"
-    if injection["decisions"]:
-        text += "**Key Decisions:**\n"
-        for d in injection["decisions"][:TOP_DECISIONS]:
-            text += f"- {d['decision']} (Feature {d['featureId']})\n"
-        text += "\n"
-    if injection["failures"]:
-        text += "**Recent Failures to Avoid:**\n"
-        for f in injection["failures"][:TOP_FAILURES]:
-            text += f"- {f['description']}: {f['prevention']}\n"
-        text += "\n"
-    if injection["constraints"]:
-        text += "**Active Constraints:**\n"
-        for c in injection["constraints"]:
-            text += f"- {c['description']}\n"
-        text += "\n"
-    return text
 
 
 def _kept(items: list[dict[str, Any]], lines: list[str], kept: list[str]) -> list[dict[str, Any]]:
@@ -332,24 +300,48 @@ class ContextAgent:
         return emit(kind, paths=self.paths, **fields)
 
 
-def cmd_inject(args: argparse.Namespace) -> int:
-    """Handler of `ctxd inject`: catch up and compact first (I12), then print the injection."""
-    from summarizer.commands import state_paths
+def injection_for_cli(
+    paths: StatePaths, feature_id: str | None, budget: int | None, key: str
+) -> dict[str, Any]:
+    """`ctxd inject`'s slow path: catch up and compact first (I12), compute the injection and
+    keep it under `key` when the memory did not move meanwhile."""
     from summarizer.compact import compact_now
 
-    paths = state_paths(args)
     config = load_config(paths.config)
     if paths.root.is_dir():
         compact_now(paths, config, trigger="inject")
+    before = current_watermark(paths)
     agent = ContextAgent(state_dir=paths.root, refresh=False)
-    budget = args.budget if args.budget is not None else config.summarizer.injection_budget
-    injection = agent.get_injection(args.feature_id, budget)
+    tokens = budget if budget is not None else config.summarizer.injection_budget
+    injection = agent.get_injection(feature_id, tokens)
     if "error" in injection:
         raise InjectionError(str(injection["error"]))
-    if args.format == "markdown":
-        if injection["tokenCount"]:
-            sys.stdout.write(render_injection(injection).strip("\n") + "\n")
-    else:
-        json.dump(injection, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
-    return 0
+    if before is not None and current_watermark(paths) == before:
+        remember_injection(paths, key, before, injection)
+    return injection
+
+
+def prebuild_injection(
+    conn: sqlite3.Connection,
+    paths: StatePaths,
+    config: Config,
+    memory: Memory,
+    summary: str,
+    counter: TokenCounter,
+) -> None:
+    """After a compaction: keep `ctxd inject`'s default answer for the new memory, if the
+    config file still says what `config` says (the key is the file's bytes)."""
+    from indexer.config import parse_config
+    from summarizer.inject_cache import cache_key, read_config_bytes
+
+    raw = read_config_bytes(paths)
+    try:
+        if (parse_config(raw) if raw else Config()) != config:
+            return  # edited since this process loaded it: the next `ctxd inject` computes
+    except CtxdError:
+        return
+    cfg = config.summarizer
+    injection = build_injection(
+        summary, memory, feature_id=None, budget=cfg.injection_budget, cfg=cfg, counter=counter
+    )
+    remember_injection(paths, cache_key(raw, None, None), memory.watermark, injection)

@@ -1,0 +1,201 @@
+"""The real daemon at rest and under load: CPU and RSS from /proc while idle, ingesting, compacting.
+
+Indexes N corpus-shaped events in this process (as if a daemon had run before), starts the real
+daemon (`ctxd run`) on that project, waits until it has settled (startup compaction published,
+no pass for a while), then samples /proc/<pid>/stat and /proc/<pid>/status:
+  1. idle for --idle-s seconds (goal < 0.5% of a core, RSS <= 60 MB);
+  2. while it ingests M more events dropped into the spool at once (goal: peak RSS <= 100 MB);
+  3. during the compaction that follows, until the context files cover every entry.
+
+    python bench/bench_idle.py                 # 200,000 indexed, then 1,000,000 ingested, 60 s idle
+    python bench/bench_idle.py --quick         # 20,000, then 50,000, 10 s idle
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_ingest import build_spool  # noqa: E402
+
+from indexer.config import Config  # noqa: E402
+from indexer.paths import StatePaths  # noqa: E402
+from indexer.writer import catch_up  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+SAMPLE_S = 0.25
+
+
+@dataclass
+class Phase:
+    """CPU and RSS samples of the daemon over one phase."""
+
+    name: str
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    rss_mb: list[float] = field(default_factory=list)
+
+    def line(self) -> str:
+        share = 100 * self.cpu_s / self.wall_s if self.wall_s else 0.0
+        last = self.rss_mb[-1] if self.rss_mb else 0.0
+        peak = max(self.rss_mb, default=0.0)
+        return (
+            f"  {self.name:<28} {self.wall_s:7.1f} s  CPU {share:6.2f}% of a core  "
+            f"RSS peak {peak:6.1f} MB, at end {last:6.1f} MB"
+        )
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of `pid` (all its threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def status_mb(pid: int, key: str) -> float:
+    """A `kB` line of /proc/<pid>/status (VmRSS, VmHWM) in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def sample(pid: int, name: str, until: Callable[[], bool], min_s: float = 0.0) -> Phase:
+    """Sample the daemon until `until()` holds (and at least `min_s` seconds have passed)."""
+    phase = Phase(name)
+    t0, c0 = time.monotonic(), cpu_seconds(pid)
+    while True:
+        time.sleep(SAMPLE_S)
+        phase.rss_mb.append(status_mb(pid, "VmRSS"))
+        elapsed = time.monotonic() - t0
+        if elapsed >= min_s and until():
+            break
+    phase.wall_s = time.monotonic() - t0
+    phase.cpu_s = cpu_seconds(pid) - c0
+    return phase
+
+
+def heartbeat(paths: StatePaths) -> dict[str, float]:
+    try:
+        return dict(json.loads(paths.daemon_json.read_bytes()))
+    except (OSError, ValueError):
+        return {}
+
+
+def index_state(paths: StatePaths) -> tuple[int, int]:
+    """(max entry id, published memory watermark) read from the index."""
+    conn = sqlite3.connect(f"file:{paths.index_db}?mode=ro", uri=True)
+    try:
+        top = conn.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]
+        row = conn.execute("SELECT value FROM meta WHERE key='mem.published'").fetchone()
+        return int(top), int(row[0]) if row and row[0] else 0
+    finally:
+        conn.close()
+
+
+def settled(paths: StatePaths, quiet_s: float) -> Callable[[], bool]:
+    """True once everything is indexed and published and no pass ran for `quiet_s` seconds."""
+    last = {"passes": -1.0, "since": time.monotonic()}
+
+    def check() -> bool:
+        beat = heartbeat(paths)
+        if beat.get("passes") != last["passes"]:
+            last["passes"], last["since"] = beat.get("passes", -1.0), time.monotonic()
+            return False
+        top, published = index_state(paths)
+        quiet = time.monotonic() - last["since"] >= quiet_s
+        return bool(beat.get("lag_lines") == 0 and published >= top and quiet)
+
+    return check
+
+
+def move_segments(src: Path, dst: Path, prefix: str) -> None:
+    """Drop generated segments into the live spool under new names (renames are atomic)."""
+    for segment in sorted(src.glob("*.jsonl")):
+        segment.rename(dst / f"{prefix}{segment.name[8:]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=200_000, help="indexed before the start")
+    parser.add_argument("--ingest", type=int, default=1_000_000, help="ingested while sampling")
+    parser.add_argument("--idle-s", type=float, default=60.0, help="idle sampling period")
+    parser.add_argument("--quick", action="store_true", help="20,000 / 50,000 events, 10 s idle")
+    args = parser.parse_args()
+    if args.quick:
+        args.events, args.ingest, args.idle_s = 20_000, 50_000, 10.0
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = StatePaths(Path(tmp) / "state")
+        paths.ensure()
+        t = time.perf_counter()
+        build_spool(paths.spool, args.events)
+        catch_up(paths, Config())
+        print(f"indexed {args.events:,} events in {time.perf_counter() - t:.1f} s", flush=True)
+        staging = Path(tmp) / "staging"
+        # The same payloads again, as new sessions: later timestamps and other segment names.
+        build_spool(staging, args.ingest, start=args.events)
+        log = Path(tmp) / "daemon.stderr"
+        with log.open("wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "summarizer.cli", "run", "--state-dir", str(paths.root)],
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        try:
+            phases = run_phases(proc.pid, paths, staging, args)
+            hwm = status_mb(proc.pid, "VmHWM")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+        index_mb = paths.index_db.stat().st_size / 1e6
+    print(f"daemon on {args.events:,} indexed events, then {args.ingest:,} more ingested")
+    for phase in phases:
+        print(phase.line())
+    ingest = phases[2]
+    print(f"  ingest rate: {args.ingest / ingest.wall_s:,.0f} events/s (with views)")
+    print(f"  daemon peak RSS over the run (VmHWM): {hwm:.1f} MB; index {index_mb:.0f} MB")
+    print(
+        "goals: idle < 0.5% of a core and RSS <= 60 MB; peak during ingest and compaction <= 100 MB"
+    )
+    return 0
+
+
+def run_phases(pid: int, paths: StatePaths, staging: Path, args: argparse.Namespace) -> list[Phase]:
+    """Settle, idle, ingest, compaction: the sampled phases in order."""
+    phases = [sample(pid, "start and settle", settled(paths, quiet_s=3.0))]
+    phases.append(sample(pid, f"idle ({args.idle_s:.0f} s)", lambda: True, min_s=args.idle_s))
+    before = int(heartbeat(paths).get("entries", 0))
+    target = before + args.ingest
+    move_segments(staging, paths.spool, "20260102")
+
+    def ingested() -> bool:
+        beat = heartbeat(paths)
+        return beat.get("entries", 0) >= target and beat.get("lag_lines") == 0
+
+    phases.append(sample(pid, f"ingest {args.ingest:,} events", ingested))
+
+    def published() -> bool:
+        top, done = index_state(paths)
+        return done >= top
+
+    paths.root.joinpath("compact.request").write_bytes(b"bench")
+    phases.append(sample(pid, "compaction after it", published, min_s=SAMPLE_S))
+    return phases
+
+
+if __name__ == "__main__":
+    sys.exit(main())

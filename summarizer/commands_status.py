@@ -1,0 +1,117 @@
+"""`ctxd status`: daemon, spool lag and index counts, read with sqlite3 and the stdlib only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import time
+from typing import Any
+
+from indexer.errors import StateDirError
+from indexer.locks import lock_is_held
+from indexer.paths import StatePaths, resolve_state_paths
+from indexer.readonly import connect_readonly, spool_lag
+
+__all__ = ["cmd_status", "daemon_info", "status_report"]
+
+_TABLES = ("entries", "sessions", "agents", "quarantine")
+
+
+def daemon_info(paths: StatePaths) -> dict[str, Any]:
+    """The daemon's heartbeat file, if a daemon holds the lock now."""
+    try:
+        running = lock_is_held(str(paths.lock))
+    except OSError as e:
+        raise StateDirError(f"cannot open {paths.lock}: {e.strerror}; check the state dir") from e
+    if not running:
+        return {}
+    try:
+        info = json.loads(paths.daemon_json.read_bytes())
+    except (OSError, ValueError):
+        return {"pid": None}
+    return info if isinstance(info, dict) else {"pid": None}
+
+
+def status_report(paths: StatePaths) -> dict[str, Any]:
+    """Everything `ctxd status` shows, as a dict."""
+    info = daemon_info(paths)
+    report: dict[str, Any] = {"state_dir": str(paths.root), "daemon": info or None}
+    if not paths.index_db.exists():
+        report.update(entries=0, sessions=0, agents=0, quarantined=0, last_ingest=None)
+        lag_bytes, lag_lines = spool_lag(paths.spool, {})  # nothing indexed: all of it is lag
+        report["lag"] = {"bytes": lag_bytes, "lines": lag_lines}
+        return report
+    conn = _connect(paths)
+    try:
+        offsets = dict(conn.execute("SELECT name, offset FROM files WHERE active=1").fetchall())
+        lag_bytes, lag_lines = spool_lag(paths.spool, offsets)
+        counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _TABLES]
+        meta = dict(
+            conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('last_ingest_ns', 'last_compaction')"
+                " OR key LIKE 'anomaly.%'"
+            ).fetchall()
+        )
+    finally:
+        conn.close()
+    last = int(meta.get("last_ingest_ns", "0") or 0)
+    report.update(
+        entries=counts[0],
+        sessions=counts[1],
+        agents=counts[2],
+        quarantined=counts[3],
+        last_ingest=_iso_utc(last) if last else None,
+        lag={"bytes": lag_bytes, "lines": lag_lines},
+        anomalies={k: v for k, v in meta.items() if k.startswith("anomaly.")},
+        last_compaction=meta.get("last_compaction") or None,
+    )
+    return report
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Show the daemon, the spool lag and the index counts."""
+    report = status_report(resolve_state_paths(getattr(args, "state_dir", None)))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    d = report["daemon"]
+    if d:
+        started = float(d.get("started", 0) or 0)
+        uptime = f", up {_duration(time.time() - started)}" if started else ""
+        print(f"daemon:      running (pid {d.get('pid')}{uptime})")
+    else:
+        print("daemon:      not running")
+    lag_info = report["lag"]
+    lines = "?" if lag_info["lines"] is None else lag_info["lines"]
+    print(f"spool lag:   {lag_info['bytes']} bytes, {lines} lines not yet indexed")
+    print(f"entries:     {report['entries']}")
+    print(f"sessions:    {report['sessions']}")
+    print(f"agents:      {report['agents']}")
+    print(f"quarantined: {report['quarantined']}")
+    print(f"last ingest: {report['last_ingest'] or 'never'}")
+    print(f"state dir:   {report['state_dir']}")
+    return 0
+
+
+def _connect(paths: StatePaths) -> sqlite3.Connection:
+    conn = connect_readonly(paths.index_db)
+    if conn is not None:
+        return conn
+    # Another schema version or a damaged file: the full store explains what is wrong.
+    from indexer import store
+
+    return store.connect(paths.index_db, readonly=True)
+
+
+def _iso_utc(ts_ns: int) -> str:
+    # The same format as indexer.views.iso_utc, without importing the view writer.
+    seconds, rem = divmod(ts_ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rem // 1_000_000:03d}Z"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"

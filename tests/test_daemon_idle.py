@@ -1,0 +1,90 @@
+"""An idle daemon sleeps: counted ingest passes, never a busy loop (no timed assertion).
+
+The daemon's own reads of the spool (opened / closed_no_write notifications) once woke it for
+the next pass, which read the spool again: a loop that used a whole core with nothing to do.
+The daemon counts its passes and its skipped rescans in daemon.json; over an idle window the
+count must stay within what the rescan interval allows.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from helpers import REPO, clean_env, hook_env, payload, poll, query, run_hook
+
+from indexer.paths import StatePaths
+
+RESCAN_S = 0.5
+IDLE_WINDOW_S = 5.0
+CONFIG = f"""
+[daemon]
+rescan_interval_s = {RESCAN_S}
+heartbeat_interval_s = 0.2
+"""
+
+
+def _heartbeat(paths: StatePaths, proc: subprocess.Popen[bytes]) -> dict[str, Any] | None:
+    assert proc.poll() is None, "the daemon exited"
+    try:
+        return dict(json.loads(paths.daemon_json.read_bytes()))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _indexed(state: Path, tool_use_id: str) -> bool:
+    try:
+        return bool(query(state, "SELECT 1 FROM entries WHERE tool_use_id=?", (tool_use_id,)))
+    except Exception:  # the index does not exist yet
+        return False
+
+
+def test_an_idle_daemon_runs_no_more_passes_than_the_rescan_interval_allows(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    paths = StatePaths(state)
+    paths.ensure()
+    paths.config.write_text(CONFIG)
+    # One spooled event, as in the report that found the busy loop.
+    done = run_hook(payload(tool_name="Bash", tool_use_id="toolu_idle1"), hook_env(state))
+    assert done.returncode == 0
+    with (tmp_path / "daemon.stderr").open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "summarizer.cli", "run", "--state-dir", str(state)],
+            env=clean_env(PYTHONPATH=str(REPO)),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        poll(lambda: _indexed(state, "toolu_idle1"), timeout=30)
+        # Settled: the startup compaction has published its files and a heartbeat followed.
+        poll((paths.context / "running-summary.json").exists, timeout=60)
+        first = poll(lambda: _heartbeat(paths, proc), timeout=30)
+        poll(
+            lambda: (b := _heartbeat(paths, proc)) and b["heartbeat"] > first["heartbeat"],
+            timeout=30,
+        )
+        first = poll(lambda: _heartbeat(paths, proc), timeout=30)
+
+        def after_window() -> dict[str, Any] | None:
+            beat = _heartbeat(paths, proc)
+            if beat and beat["heartbeat"] - first["heartbeat"] >= IDLE_WINDOW_S:
+                return beat
+            return None
+
+        last = poll(after_window, timeout=120, interval=0.1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    window_s = last["heartbeat"] - first["heartbeat"]  # the daemon's own clock
+    allowed = int(window_s / RESCAN_S) + 2
+    passes = last["passes"] - first["passes"]
+    checks = passes + last["skipped"] - first["skipped"]
+    assert passes <= allowed, (passes, window_s, last)
+    assert checks <= allowed, (checks, window_s, last)
+    assert last["lag_lines"] == 0
