@@ -100,13 +100,41 @@ class Ingestor:
             total.add(self._ingest_file(name, known.get(name), now or time.time()))
         gone = set(known) - set(names)
         if gone:
+            missing = self._missing(gone, known)
+            total.anomalies += len(missing)
             with store.transaction(self.conn):
                 for name in gone:
                     store.retire_file(self.conn, known[name].file_id)
+                if missing:
+                    store.bump_counter(self.conn, "anomaly.missing", len(missing))
         if total.lines or gone:
             with store.transaction(self.conn):
                 store.set_meta(self.conn, "last_ingest_ns", str(time.time_ns()))
         return total
+
+    def _missing(self, gone: set[str], known: dict[str, FileState]) -> list[str]:
+        """Segments that vanished while still tracked: not deleted by retention (which retires
+        a segment before it unlinks it), and not renamed to another name in the spool."""
+        present: set[tuple[int, int]] = set()
+        try:
+            with os.scandir(self.paths.spool) as it:
+                for d in it:
+                    try:
+                        st = d.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    present.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+        missing = sorted(n for n in gone if (known[n].dev, known[n].ino) not in present)
+        for name in missing:
+            log.warning(
+                "spool segment %s disappeared before it was retired (indexed up to offset %d);"
+                " any events written after that offset are lost",
+                name,
+                known[name].offset,
+            )
+        return missing
 
     # --- one file ---------------------------------------------------------------------------
 

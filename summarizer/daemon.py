@@ -155,6 +155,15 @@ class Daemon:
         failures = 0
         while not self.stopping.is_set():
             self.wake.clear()
+            replaced = self.writer.index_replaced()
+            if replaced:
+                log.error(
+                    "%s while the daemon ran; stopping. The next ctxd command re-indexes the "
+                    "spool into the current index (`ctxd start` to run the daemon again)",
+                    replaced,
+                )
+                self.stopping.set()
+                break
             try:
                 with self.index_lock:
                     stats = self.writer.pass_once()

@@ -74,6 +74,8 @@ def prune_spool(
                 continue
             if os.stat(path, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
                 continue  # replaced meanwhile: not the file that was indexed
+            # Retire first: a segment that vanishes while still tracked is reported as lost.
+            store.retire_file(conn, known[name].file_id)
             os.unlink(path)
             report.segments_deleted.append(name)
         except OSError as e:
