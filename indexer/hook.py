@@ -13,6 +13,7 @@ import sys
 import time
 
 _ENVELOPE_VERSION = 1
+HOOK_FAILURES = "hook-failures"  # in the state dir: one byte per event that could not be spooled
 _MAX_ENV_PATH = 4096
 # A hook output must not block Claude Code for long: the SessionStart marker check reads
 # only this many bytes of stdin before deciding whether to look for the resume context.
@@ -115,6 +116,34 @@ def append_event(payload: bytes, base: str) -> str:
     return os.path.join(spool_dir, name)
 
 
+def count_failure(base: str) -> None:
+    """Add one to the count of events this hook could not spool (one byte per event).
+
+    One O_APPEND write of one byte needs no lock and no parsing; on a full disk it still
+    succeeds as long as the file's last block has room. Errors are swallowed (I1).
+    """
+    try:
+        fd = os.open(
+            os.path.join(base, HOOK_FAILURES),
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+            0o600,
+        )
+        try:
+            os.write(fd, b"x")
+        finally:
+            os.close(fd)
+    except Exception:
+        pass
+
+
+def failure_count(base: str) -> int:
+    """How many events hooks could not spool under `base` (see `count_failure`)."""
+    try:
+        return os.stat(os.path.join(base, HOOK_FAILURES), follow_symlinks=False).st_size
+    except OSError:
+        return 0
+
+
 def _read_stdin() -> bytes:
     # Always drain stdin to EOF: exiting early makes Claude Code see EPIPE (hooks ref §7.10).
     try:
@@ -162,7 +191,9 @@ def main() -> int:
         try:
             append_event(payload, base)
         except Exception:
-            pass  # unwritable, missing or full state directory: fail open, never fail the agent
+            # Unwritable, missing or full state directory: fail open, never fail the agent,
+            # but leave a trace that `ctxd status` and `ctxd doctor` can show.
+            count_failure(base)
         if b"SessionStart" in payload[:4096]:
             _session_start(payload, base)
     except BaseException:

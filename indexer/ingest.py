@@ -23,7 +23,6 @@ from indexer.spool import (
     RawLine,
     decode_envelope,
     is_segment_name,
-    salvage_points,
     split_lines,
 )
 from indexer.store import StoredEntry
@@ -101,13 +100,41 @@ class Ingestor:
             total.add(self._ingest_file(name, known.get(name), now or time.time()))
         gone = set(known) - set(names)
         if gone:
+            missing = self._missing(gone, known)
+            total.anomalies += len(missing)
             with store.transaction(self.conn):
                 for name in gone:
                     store.retire_file(self.conn, known[name].file_id)
+                if missing:
+                    store.bump_counter(self.conn, "anomaly.missing", len(missing))
         if total.lines or gone:
             with store.transaction(self.conn):
                 store.set_meta(self.conn, "last_ingest_ns", str(time.time_ns()))
         return total
+
+    def _missing(self, gone: set[str], known: dict[str, FileState]) -> list[str]:
+        """Segments that vanished while still tracked: not deleted by retention (which retires
+        a segment before it unlinks it), and not renamed to another name in the spool."""
+        present: set[tuple[int, int]] = set()
+        try:
+            with os.scandir(self.paths.spool) as it:
+                for d in it:
+                    try:
+                        st = d.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    present.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+        missing = sorted(n for n in gone if (known[n].dev, known[n].ino) not in present)
+        for name in missing:
+            log.warning(
+                "spool segment %s disappeared before it was retired (indexed up to offset %d);"
+                " any events written after that offset are lost",
+                name,
+                known[name].offset,
+            )
+        return missing
 
     # --- one file ---------------------------------------------------------------------------
 
@@ -168,7 +195,7 @@ class Ingestor:
                 line_no = state.line_no
                 for raw in lines:
                     line_no += 1
-                    self._ingest_line(batch, raw, line_no)
+                    self._guarded_line(batch, raw, line_no)
                 self._store(batch)
                 self.registry.flush()
                 new_offset = state.offset + consumed
@@ -259,6 +286,20 @@ class Ingestor:
 
     # --- one line ---------------------------------------------------------------------------
 
+    def _guarded_line(self, batch: _Batch, raw: RawLine, line_no: int) -> None:
+        """_ingest_line, with any failure of this one line quarantined (I6).
+
+        Only the database failing stops a pass: anything else one line can trigger (a bug in
+        normalization, attribution or redaction included) must not block every later line.
+        """
+        try:
+            self._ingest_line(batch, raw, line_no)
+        except sqlite3.Error:
+            raise
+        except Exception as e:  # one line must never stop ingest
+            log.exception("quarantined %s line %d after an error", batch.state.name, line_no)
+            batch.quarantine(raw.offset, line_no, f"{type(e).__name__}: {e}", raw.data)
+
     def _ingest_line(self, batch: _Batch, raw: RawLine, line_no: int) -> None:
         batch.stats.lines += 1
         data = raw.data
@@ -273,23 +314,12 @@ class Ingestor:
         try:
             env = decode_envelope(data)
         except LineError as e:
-            self._salvage(batch, raw.offset, data, line_no, str(e))
+            # A torn fragment (hook killed mid-write) is a line of its own: the next hook
+            # starts on a fresh line (I2). Nothing inside a line is salvaged as a record, so
+            # a payload cannot forge an envelope.
+            batch.quarantine(raw.offset, line_no, str(e), data)
             return
         self._ingest_envelope(batch, raw.offset, line_no, env)
-
-    def _salvage(self, batch: _Batch, offset: int, data: bytes, line_no: int, error: str) -> None:
-        """Split a torn fragment from the record glued behind it (I6); quarantine the rest."""
-        for point in salvage_points(data):
-            try:
-                env = decode_envelope(data[point:])
-            except LineError:
-                continue
-            batch.quarantine(
-                offset, line_no, f"torn fragment before a record: {error}", data[:point]
-            )
-            self._ingest_envelope(batch, offset + point, line_no, env)
-            return
-        batch.quarantine(offset, line_no, error, data)
 
     def _ingest_envelope(self, batch: _Batch, offset: int, line_no: int, env: Envelope) -> None:
         try:
@@ -315,9 +345,13 @@ class Ingestor:
             batch.quarantine(offset, line_no, f"bad hook payload: {e}", bytes(env.event))
             return
         batch.pending.append((redact_entry(self.registry.attribute(entry)), payload))
+        batch.sources[offset] = env.event
 
     def _store(self, batch: _Batch) -> None:
         """Insert the batch's entries and quarantined lines; update the session catalog."""
+        # An agent relinked later in this batch must own the batch's earlier entries too.
+        batch.pending = [(self.registry.current(e), p) for e, p in batch.pending]
+        inserted, failed = self._insert(batch)
         now_ns = time.time_ns()
         for offset, line_no, error, data in batch.quarantined:
             store.insert_quarantine(
@@ -330,13 +364,10 @@ class Ingestor:
                 redact_bytes(data[:_QUARANTINE_RAW_BYTES]),
                 now_ns,
             )
-        # An agent relinked later in this batch must own the batch's earlier entries too.
-        batch.pending = [(self.registry.current(e), p) for e, p in batch.pending]
-        inserted = store.insert_entries(self.conn, [e for e, _ in batch.pending])
         stats = batch.stats
         stats.quarantined += len(batch.quarantined)
         stats.entries += len(inserted)
-        stats.duplicates += len(batch.pending) - len(inserted)
+        stats.duplicates += len(batch.pending) - failed - len(inserted)
         if not inserted:
             return
         if self.keep_inserted:
@@ -347,6 +378,36 @@ class Ingestor:
             _add_to_session(deltas, se.entry, payloads[(se.entry.ts_ns, se.entry.pid)])
         for session_id, d in deltas.items():
             self._update_session(session_id, d)
+
+    def _insert(self, batch: _Batch) -> tuple[list[StoredEntry], int]:
+        """Insert the batch's entries; return those stored and how many could not be.
+
+        One statement for the whole batch; if a value cannot be bound (a bug upstream let an
+        unstorable value through), undo it and insert one by one so that only the bad
+        entry's line is quarantined.
+        """
+        entries = [e for e, _ in batch.pending]
+        self.conn.execute("SAVEPOINT entries")
+        try:
+            inserted = store.insert_entries(self.conn, entries)
+            failed = 0
+        except sqlite3.Error:
+            raise
+        except Exception:  # isolate the entry that cannot be stored
+            self.conn.execute("ROLLBACK TO entries")
+            inserted, failed = [], 0
+            for e in entries:
+                try:
+                    inserted += store.insert_entries(self.conn, [e])
+                except sqlite3.Error:
+                    raise
+                except Exception as err:
+                    failed += 1
+                    error = f"cannot store the entry: {type(err).__name__}: {err}"
+                    raw = bytes(batch.sources.get(e.offset, b""))
+                    batch.quarantine(e.offset, e.line_no, error, raw)
+        self.conn.execute("RELEASE entries")
+        return inserted, failed
 
     def _update_session(self, session_id: str, d: _SessionDelta) -> None:
         self.conn.execute(
@@ -414,6 +475,7 @@ class _Batch:
         self.state = state
         self.stats = IngestStats()
         self.pending: list[tuple[Entry, HookPayload]] = []
+        self.sources: dict[int, msgspec.Raw] = {}  # offset -> raw event, for a late quarantine
         self.quarantined: list[tuple[int, int, str, bytes]] = []
 
     def quarantine(self, offset: int, line_no: int, error: str, data: bytes) -> None:

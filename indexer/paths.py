@@ -15,18 +15,55 @@ from indexer.hook import state_dir as _resolve_state_dir
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _AGENT_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}[A-Za-z0-9]")
 
+# Names the state directory uses for itself, at its top and inside sessions/: an id equal to
+# one of them (compared case-insensitively, for case-insensitive file systems) would make a
+# session directory or a view file collide with ctxd's own file. Ids are refused, not mapped,
+# so that the index and the file tree always name the same thing.
+RESERVED_NAMES = frozenset(
+    {
+        "agent-instructions.jsonl",
+        "all-agent-instructions.jsonl",
+        "todos.json",
+        "main.jsonl",
+        "spool",
+        "sessions",
+        "context",
+        "resume",
+        "index.db",
+        "index.db-wal",
+        "index.db-shm",
+        "index.db-journal",
+        "daemon.lock",
+        "daemon.json",
+        "ctxd.log",
+        "config.toml",
+        "hook-failures",
+        "views.rebuild",
+        "views.new",
+        "views.old",
+    }
+)
+# Agent ids name `<agent_id>.jsonl` view files; these are the session directory's own files
+# (besides "main", the orchestrator's view, which is valid as a view name only).
+RESERVED_VIEW_NAMES = frozenset({"agent-instructions", "all-agent-instructions", "todos"})
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
 def is_valid_session_id(session_id: str) -> bool:
-    """True if `session_id` can safely name a directory."""
-    return _SESSION_ID_RE.fullmatch(session_id) is not None
+    """True if `session_id` can safely name a directory (and is none of ctxd's own names)."""
+    return (
+        _SESSION_ID_RE.fullmatch(session_id) is not None
+        and session_id.lower() not in RESERVED_NAMES
+    )
 
 
 def is_valid_view_name(agent_id: str) -> bool:
     """True if `agent_id` can safely name a view file (seed 000 agent-id rule, plus "main")."""
-    return _AGENT_ID_RE.fullmatch(agent_id) is not None
+    return (
+        _AGENT_ID_RE.fullmatch(agent_id) is not None and agent_id.lower() not in RESERVED_VIEW_NAMES
+    )
 
 
 def check_session_id(session_id: str) -> str:
@@ -34,7 +71,7 @@ def check_session_id(session_id: str) -> str:
     if not is_valid_session_id(session_id):
         raise InvalidIdError(
             f"invalid session id {session_id[:80]!r}: use letters, digits, '.', '_' or '-' "
-            "(1-128 characters, not starting with '.')"
+            "(1-128 characters, not starting with '.', not a name ctxd uses for its own files)"
         )
     return session_id
 

@@ -88,7 +88,8 @@ def index_is_current(conn: sqlite3.Connection, spool: Path) -> bool:
     row = conn.execute("SELECT value FROM meta WHERE key='views_upto'").fetchone()
     views_upto = int(row[0]) if row and row[0] else 0
     dirty = conn.execute("SELECT count(*) FROM dirty_views").fetchone()[0]
-    return bool(views_upto == max_id and dirty == 0)
+    rebuilding = conn.execute("SELECT 1 FROM meta WHERE key='views_rebuild'").fetchone()
+    return bool(views_upto == max_id and dirty == 0 and rebuilding is None)
 
 
 def latest_session_with_agent(conn: sqlite3.Connection, agent_id: str) -> str | None:

@@ -1,4 +1,4 @@
-"""Spool lines: splitting a buffer at b"\\n", decoding envelopes, salvaging torn lines (pure)."""
+"""Spool lines: splitting a buffer at b"\\n" and decoding whole-line envelopes (pure)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import msgspec
 
+from indexer.lineguard import int64_error, nesting_error
 from indexer.models import ENVELOPE_VERSION, Envelope
 
 _ENVELOPE_DECODER = msgspec.json.Decoder(Envelope)
-_ENVELOPE_START = b'{"ctxd":'
 SEGMENT_RE = re.compile(r"\d{8}T\d{2}\.jsonl")
 
 
@@ -60,37 +60,38 @@ def repair_surrogates(line: bytes) -> bytes:
 def decode_envelope(line: bytes) -> Envelope:
     """Decode one spool line; raise LineError if it is not a complete, known envelope.
 
+    Only a whole line is an envelope: the hook writes each line with one write, starting on a
+    fresh line, so bytes in the middle of a line are payload and are never read as a record.
     The hook writes the event as the envelope's last member, so its raw bytes must end
     exactly before the closing brace; anything else means a payload fragment that happened
     to parse (for example `{}, "pid": 1`) and is rejected rather than trusted.
     """
+    too_deep = nesting_error(line)
+    if too_deep:
+        raise LineError(too_deep)
     try:
         env = _ENVELOPE_DECODER.decode(line)
     except (msgspec.DecodeError, ValueError) as e:  # invalid UTF-8 raises UnicodeDecodeError
-        if "surrogate" not in str(e):
+        # msgspec reports a lone high surrogate before a quote as "truncated", not as a
+        # surrogate error: look for one whatever the message.
+        repaired = repair_surrogates(line)
+        if repaired == line:
             raise LineError(f"not a spool envelope: {e}") from e
-        line = repair_surrogates(line)
+        line = repaired
         try:
             env = _ENVELOPE_DECODER.decode(line)
         except (msgspec.DecodeError, ValueError) as e2:
             raise LineError(f"not a spool envelope: {e2}") from e2
     if env.ctxd != ENVELOPE_VERSION:
         raise LineError(f"unknown envelope version {env.ctxd}")
+    bad_int = int64_error("ts_ns", env.ts_ns) or int64_error("pid", env.pid)
+    if bad_int:
+        raise LineError(bad_int)
     raw = bytes(env.event)
     tail = line.rstrip(b" \t\r")
     if not tail.endswith(b"}") or not tail[:-1].rstrip().endswith(raw):
         raise LineError("envelope event is not the last member (payload fragment?)")
     return env
-
-
-def salvage_points(line: bytes) -> list[int]:
-    """Positions after 0 where an envelope starts: a torn fragment glued to a good record."""
-    points: list[int] = []
-    pos = line.find(_ENVELOPE_START, 1)
-    while pos > 0:
-        points.append(pos)
-        pos = line.find(_ENVELOPE_START, pos + 1)
-    return points
 
 
 def is_segment_name(name: str) -> bool:

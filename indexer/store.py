@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,10 +15,12 @@ from typing import Any
 import msgspec
 
 from indexer.errors import IndexCorruptError
+from indexer.locks import lock_is_held
 from indexer.models import Entry
 from indexer.tailer import FileState
 
 SCHEMA_VERSION = 1
+_CREATION_WAIT_S = 10.0  # how long a reader waits for a new index's schema to be committed
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -134,10 +137,24 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
 def _check_version(conn: sqlite3.Connection, path: Path) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
+    # A new index.db exists, empty, from the moment its creator opens it until the creator's
+    # schema transaction commits. The creator holds the writer lock all along: a reader that
+    # comes in between waits for the schema instead of failing (first use, many processes).
+    deadline = time.monotonic() + _CREATION_WAIT_S
+    while version == 0 and time.monotonic() < deadline and _writer_active(path):
+        time.sleep(0.01)
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version != SCHEMA_VERSION:
         raise IndexCorruptError(
             f"{path}: schema version {version}, expected {SCHEMA_VERSION}; run `ctxd rebuild`"
         )
+
+
+def _writer_active(index_db: Path) -> bool:
+    try:
+        return lock_is_held(str(index_db.parent / "daemon.lock"))
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager

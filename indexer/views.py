@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from indexer import store
+from indexer import store, view_rebuild
 from indexer.fileio import write_all, write_atomic
 from indexer.models import Entry, ViewLine
 from indexer.paths import FILE_MODE, StatePaths, ensure_private_dir, is_valid_view_name
@@ -165,6 +165,10 @@ def catch_up(
     the views lack, they are appended without reading them back. Not after a re-attribution
     (dirty views), where their in-memory agent may be stale.
     """
+    if view_rebuild.pending(conn):
+        # A rebuild was requested and not finished (killed?): finish it before anything else.
+        writer.forget()
+        return view_rebuild.rebuild(conn, writer.paths)
     written = 0
     dirty = conn.execute("SELECT session_id, view FROM dirty_views").fetchall()
     for session_id, view in dirty:
@@ -185,15 +189,15 @@ def catch_up(
 
 
 def rebuild_all(conn: sqlite3.Connection, paths: StatePaths) -> int:
-    """Delete and regenerate every view from the index (`ctxd rebuild`)."""
-    for path in sorted(paths.sessions.glob("*/*.jsonl")):
-        path.unlink()
-    global_file = paths.sessions / ALL_AGENT_INSTRUCTIONS
-    if global_file.exists():
-        global_file.unlink()
-    conn.execute("DELETE FROM dirty_views")
-    store.set_meta(conn, "views_upto", "0")
-    return catch_up(conn, ViewWriter(paths))
+    """Regenerate every view from the index (`ctxd rebuild`); safe to kill at any point.
+
+    Commits the rebuild request in its own transaction first: the caller must not be inside
+    one. A killed rebuild is finished by the next writer (see `catch_up`).
+    """
+    with store.transaction(conn):
+        view_rebuild.request(conn)
+    with store.transaction(conn):
+        return view_rebuild.rebuild(conn, paths)
 
 
 def last_seq(path: Path) -> int:

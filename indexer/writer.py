@@ -74,6 +74,20 @@ class IndexWriter:
         self.conn = conn
         self.ingestor = Ingestor(paths, config, conn)
         self.views = views.ViewWriter(paths)
+        self._identity = _file_identity(paths.index_db)
+
+    def index_replaced(self) -> str:
+        """Why the open index is no longer the file at index.db ("" while it still is).
+
+        SQLite keeps writing to the inode it opened: after a delete or a replace, every entry
+        would go to a file nobody reads any more.
+        """
+        now = _file_identity(self.paths.index_db)
+        if now is None:
+            return f"{self.paths.index_db} was deleted"
+        if now != self._identity:
+            return f"{self.paths.index_db} was replaced by another file"
+        return ""
 
     def start(self) -> int:
         """Startup duties: sweep stale temp files, bring views level with the index."""
@@ -157,3 +171,11 @@ def wait_for_daemon(paths: StatePaths, wait_s: float) -> bool:
             time.sleep(0.02)
     finally:
         conn.close()
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino

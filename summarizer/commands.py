@@ -40,8 +40,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     with writer_lock(paths, wait_s=10.0):
         conn = store.connect(paths.index_db)
         try:
-            with store.transaction(conn):
-                written = views.rebuild_all(conn, paths)
+            written = views.rebuild_all(conn, paths)
         finally:
             conn.close()
     print(f"rebuilt the views: {written} lines")

@@ -34,7 +34,10 @@ def validate_read(args: argparse.Namespace) -> None:
     if not args.agent_id:
         raise UsageError("--agent-id is required")
     if not is_valid_view_name(args.agent_id):
-        raise UsageError("invalid agent-id format (letters, digits, '-' and '_', 2-64 characters)")
+        raise UsageError(
+            "invalid agent-id format (letters, digits, '-' and '_', 2-64 characters; "
+            "not agent-instructions, all-agent-instructions or todos)"
+        )
     if not 1 <= args.lines <= 1000:
         raise UsageError("--lines must be between 1 and 1000")
     if args.session is not None and not is_valid_session_id(args.session):

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from indexer.errors import StateDirError
+from indexer.hook import failure_count
 from indexer.locks import lock_is_held
 from indexer.paths import StatePaths, resolve_state_paths
 from indexer.readonly import connect_readonly, spool_lag
@@ -37,6 +38,7 @@ def status_report(paths: StatePaths) -> dict[str, Any]:
     """Everything `ctxd status` shows, as a dict."""
     info = daemon_info(paths)
     report: dict[str, Any] = {"state_dir": str(paths.root), "daemon": info or None}
+    report["hook_failures"] = failure_count(str(paths.root))
     if not paths.index_db.exists():
         report.update(entries=0, sessions=0, agents=0, quarantined=0, last_ingest=None)
         lag_bytes, lag_lines = spool_lag(paths.spool, {})  # nothing indexed: all of it is lag
@@ -89,6 +91,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"sessions:    {report['sessions']}")
     print(f"agents:      {report['agents']}")
     print(f"quarantined: {report['quarantined']}")
+    if report["hook_failures"]:
+        print(f"hook errors: {report['hook_failures']} events could not be spooled (see doctor)")
+    missing = int((report.get("anomalies") or {}).get("anomaly.missing", 0))
+    if missing:
+        print(f"lost:        {missing} spool segments vanished before they were indexed")
     print(f"last ingest: {report['last_ingest'] or 'never'}")
     print(f"state dir:   {report['state_dir']}")
     return 0

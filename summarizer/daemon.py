@@ -167,6 +167,15 @@ class Daemon:
         unread = True  # bytes past an offset remain (a partial line): passes must go on
         while not self.stopping.is_set():
             self.wake.clear()
+            replaced = self.writer.index_replaced()
+            if replaced:
+                log.error(
+                    "%s while the daemon ran; stopping. The next ctxd command re-indexes the "
+                    "spool into the current index (`ctxd start` to run the daemon again)",
+                    replaced,
+                )
+                self.stopping.set()
+                break
             seen = snapshot(self.paths.spool)
             stats = IngestStats()
             if seen == last_seen and not unread:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import stat
 import time
 from dataclasses import asdict, dataclass
@@ -16,6 +17,7 @@ from typing import Any
 from indexer import store
 from indexer.config import Config, load_config
 from indexer.errors import CtxdError
+from indexer.hook import HOOK_FAILURES, failure_count
 from indexer.paths import StatePaths
 from indexer.writer import is_locked, lag
 from summarizer.commands import daemon_info, state_paths
@@ -104,6 +106,7 @@ def doctor(paths: StatePaths) -> list[Check]:
     checks.append(config_check)
     checks.append(_check_daemon(paths, config))
     checks.extend(_check_index(paths, config))
+    checks.append(_check_hook_failures(paths))
     checks.append(_check_tokenizer(config))
     return checks
 
@@ -294,13 +297,29 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
     except CtxdError as e:
         return [Check("FAIL", "index", str(e), "ctxd rebuild")]
     try:
+        damage = _quick_check(conn)
+        if damage:
+            return [_damaged(paths, damage)]
         lag_bytes, lag_lines = lag(conn, paths.spool)
         quarantined = store.count(conn, "quarantine")
         last = store.get_meta(conn, "last_compaction", "")
+        missing = int(store.get_meta(conn, "anomaly.missing", "0") or 0)
+    except sqlite3.DatabaseError as e:
+        return [_damaged(paths, str(e))]
     finally:
         conn.close()
     running = is_locked(paths)
-    checks = []
+    checks = [Check("OK", "index", "integrity check passed")]
+    if missing:
+        checks.append(
+            Check(
+                "WARN",
+                "spool",
+                f"{missing} spool segments vanished before they were fully indexed "
+                f"(see {paths.log})",
+                "keep other programs from deleting files in the spool folder",
+            )
+        )
     if lag_lines == 0 or (running and lag_lines < 1000):
         checks.append(Check("OK", "spool lag", f"{lag_lines} lines ({lag_bytes} bytes) to index"))
     else:
@@ -337,6 +356,35 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
             )
         )
     return checks
+
+
+def _quick_check(conn: sqlite3.Connection) -> str:
+    """SQLite's quick_check: "" if the file is sound, else its first complaints."""
+    rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+    return "" if rows == ["ok"] else "; ".join(rows)
+
+
+def _damaged(paths: StatePaths, detail: str) -> Check:
+    return Check(
+        "FAIL",
+        "index",
+        f"{paths.index_db} is damaged: {detail[:300]}",
+        f"`ctxd stop`, then `mv {paths.index_db} {paths.index_db}.damaged` (and its -wal and "
+        "-shm files), then `ctxd rebuild`: it re-indexes the spool segments still on disk",
+    )
+
+
+def _check_hook_failures(paths: StatePaths) -> Check:
+    failed = failure_count(str(paths.root))
+    if not failed:
+        return Check("OK", "hook writes", "every hook event reached the spool")
+    return Check(
+        "WARN",
+        "hook writes",
+        f"{failed} hook events could not be written to the spool (full disk? permissions?)",
+        f"free space and check permissions of {paths.spool}; then "
+        f"`rm {paths.root / HOOK_FAILURES}` to reset the count",
+    )
 
 
 def _check_tokenizer(config: Config) -> Check:

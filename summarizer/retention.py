@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from indexer import store
+from indexer import store, view_rebuild
 from indexer.config import Config
 from indexer.paths import StatePaths, is_valid_session_id
 from indexer.tailer import Action, FileState, decide, observe
@@ -74,6 +74,8 @@ def prune_spool(
                 continue
             if os.stat(path, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
                 continue  # replaced meanwhile: not the file that was indexed
+            # Retire first: a segment that vanishes while still tracked is reported as lost.
+            store.retire_file(conn, known[name].file_id)
             os.unlink(path)
             report.segments_deleted.append(name)
         except OSError as e:
@@ -87,7 +89,12 @@ def prune_index(
     conn: sqlite3.Connection, paths: StatePaths, index_days: float, now: float | None = None
 ) -> tuple[int, int]:
     """Delete entries older than `index_days` (0 = keep all); sessions wholly older go too,
-    with their views and resume files. Returns (entries deleted, sessions deleted)."""
+    with their views and resume files. Returns (entries deleted, sessions deleted).
+
+    The views are then rebuilt so that they hold exactly what the index holds; the rebuild
+    request commits with the deletion, so a kill at any later point is finished by the next
+    writer. A caller that keeps view files open must forget them afterwards.
+    """
     if index_days <= 0:
         return 0, 0
     cutoff_ns = int(((now if now is not None else time.time()) - index_days * 86400) * 1e9)
@@ -101,6 +108,11 @@ def prune_index(
             for table in ("sessions", "agents", "agent_aliases", "dirty_views"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id=?", (sid,))
         conn.execute("DELETE FROM quarantine WHERE ts_ns<?", (cutoff_ns,))
+        if entries or gone:
+            view_rebuild.request(conn)
+    if entries or gone:
+        with store.transaction(conn):
+            view_rebuild.rebuild(conn, paths)
     for sid in gone:
         if is_valid_session_id(sid):
             for folder in (paths.sessions / sid, paths.resume / sid):
@@ -138,6 +150,7 @@ def start_retention_job(daemon: Daemon) -> threading.Thread:
                 with daemon.index_lock:
                     if daemon.writer is not None:
                         run_retention(daemon.writer.conn, daemon.paths, daemon.config)
+                        daemon.writer.views.forget()  # views may have been replaced
             except Exception:
                 log.exception("retention run failed; retrying in %.0f s", interval)
 

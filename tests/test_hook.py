@@ -38,7 +38,7 @@ from helpers import (
     spool_lines,
 )
 
-from indexer.hook import build_line, segment_name, state_dir
+from indexer.hook import build_line, failure_count, segment_name, state_dir
 
 # How fast the hook is, is measured in bench/bench_hook.py; here a hang fails by run_hook's
 # timeout and the duration only appears in failure messages.
@@ -303,12 +303,15 @@ def test_segment_path_is_a_directory(state_dir: Path) -> None:
     proc, elapsed = timed_hook(payload(), hook_env(state_dir))
     assert_silent_success(proc, elapsed)
     assert proc.stderr == b""
-    # Nothing was written: no other segment, no file in or beside the directory.
+    # Nothing was written but the failure count: no other segment, no file in or beside the
+    # directory.
     assert [p.relative_to(state_dir) for p in sorted(state_dir.rglob("*"))] == [
+        Path("hook-failures"),
         Path("spool"),
         segment.relative_to(state_dir),
         (segment / "inside").relative_to(state_dir),
     ]
+    assert failure_count(str(state_dir)) == 1
     # And the hook is not stuck on it: once the directory is gone, the next event is written.
     (segment / "inside").rmdir()
     segment.rmdir()

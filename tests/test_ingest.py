@@ -402,23 +402,24 @@ def test_rename_to_another_segment_name_reads_its_unread_lines(tmp_path: Path) -
 # --- torn fragments, oversize and bad lines (I6) -------------------------------------------
 
 
-def test_torn_fragment_glued_to_a_good_record_is_split(tmp_path: Path) -> None:
+def test_bytes_glued_behind_a_torn_fragment_are_not_salvaged(tmp_path: Path) -> None:
+    # The hook never writes this (it starts a fresh line after a torn fragment), so bytes in
+    # the middle of a line are payload: reading them as a record would let a payload forge one.
     paths, config = make_state(tmp_path)
     write(paths, SEALED, line(event(0)))
     fragment = line(event(1))[:120]  # a hook killed mid-write: no b"\n"
     frag_at = write(paths, SEALED, fragment)
     good = line(event(2))
-    good_at = write(paths, SEALED, good)  # written without the hook's b"\n" prefix
+    write(paths, SEALED, good)  # written without the hook's b"\n" prefix
     write(paths, SEALED, line(event(3)))
 
     stats = ingest(paths, config)
-    assert (stats.entries, stats.quarantined) == (3, 1)
+    assert (stats.entries, stats.quarantined) == (2, 1)
     [(name, offset, line_no, error, raw)] = quarantined(paths)
     assert (name, offset, line_no) == (SEALED, frag_at, 2)
-    assert error.startswith("torn fragment before a record")
-    assert raw == fragment
-    assert tool_ids(paths) == ["toolu_000000", "toolu_000002", "toolu_000003"]
-    assert (SEALED, good_at) in positions(paths)  # the salvaged record's true position
+    assert error.startswith("not a spool envelope")
+    assert raw == fragment + good[:-1]
+    assert tool_ids(paths) == ["toolu_000000", "toolu_000003"]
 
 
 def test_torn_fragment_as_its_own_line_is_quarantined(tmp_path: Path) -> None:

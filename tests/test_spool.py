@@ -1,4 +1,4 @@
-"""Tests for indexer.spool: line splitting (I4), envelope decoding, salvage points (pure)."""
+"""Tests for indexer.spool: line splitting (I4), envelope decoding (pure)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from indexer.spool import (
     LineError,
     decode_envelope,
     is_segment_name,
-    salvage_points,
     split_lines,
 )
 
@@ -173,49 +172,6 @@ def test_decode_envelope_fragment_glued_to_a_record_is_rejected() -> None:
     fragment = envelope(ts_ns=TS_NS - 1)[:57]
     with pytest.raises(LineError):
         decode_envelope(fragment + good)
-
-
-# --- salvage_points ------------------------------------------------------------------------
-
-
-def test_salvage_points_none_in_a_clean_line() -> None:
-    assert salvage_points(envelope()) == []
-
-
-def test_salvage_points_ignore_position_zero() -> None:
-    assert 0 not in salvage_points(envelope() + envelope())
-
-
-def test_salvage_points_find_each_glued_record() -> None:
-    first = envelope(ts_ns=1)[:40]
-    second = envelope(ts_ns=2)[:90]
-    third = envelope(ts_ns=3)
-    line = first + second + third
-    points = salvage_points(line)
-    assert points == [len(first), len(first) + len(second)]
-    # the last point is where a decodable record starts
-    assert decode_envelope(line[points[-1] :]).ts_ns == 3
-
-
-def test_salvage_points_after_a_bom() -> None:
-    line = b"\xef\xbb\xbf" + envelope()
-    assert salvage_points(line) == [3]
-    assert decode_envelope(line[3:]).ts_ns == TS_NS
-
-
-def test_salvage_points_do_not_fire_on_an_escaped_envelope_inside_a_payload() -> None:
-    # A payload that quotes a spool line contains `{\"ctxd\":`, never `{"ctxd":`.
-    quoted = envelope({**PAYLOAD, "prompt": envelope().decode()})
-    assert salvage_points(quoted) == []
-
-
-@given(st.binary(max_size=200))
-def test_salvage_points_are_envelope_starts(data: bytes) -> None:
-    line = data + envelope()
-    points = salvage_points(line)
-    assert all(p > 0 and line[p:].startswith(b'{"ctxd":') for p in points)
-    if data:
-        assert len(data) in points
 
 
 # --- segment names -------------------------------------------------------------------------

@@ -1,0 +1,206 @@
+"""SIGKILL `ctxd rebuild`, `ctxd compact`, retention and view catch-up at random moments.
+
+After each kill, the next command (`ctxd ingest`, or the killed command run again) must leave
+the index as an uninterrupted run would and every view byte-identical to a clean rebuild of
+that index, made from scratch in a copy of the state directory.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import REPO, hook_env
+from test_crash import BASE_TS_NS, append, generate
+
+from indexer import store, views
+from indexer.paths import StatePaths
+
+_RETENTION = """
+import sys
+from pathlib import Path
+from indexer.paths import StatePaths
+from indexer.writer import open_writer, writer_lock
+from summarizer.retention import prune_index
+paths = StatePaths(Path(sys.argv[1]))
+with writer_lock(paths, wait_s=10):
+    w = open_writer(paths)
+    prune_index(w.conn, paths, float(sys.argv[2]), float(sys.argv[3]))
+"""
+# Events span three hours from BASE_TS_NS: keeping one hour at "now" = +2.5 h deletes the
+# first 1.5 hours, about half of them.
+_RETENTION_ARGS = [str(1 / 24), str(BASE_TS_NS / 1e9 + 2.5 * 3600)]
+
+
+def _env() -> dict[str, str]:
+    env = hook_env("/nonexistent")  # --state-dir overrides CTXD_HOME
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def _command(what: str, state: Path) -> list[str]:
+    if what == "retention":
+        return [sys.executable, "-c", _RETENTION, str(state), *_RETENTION_ARGS]
+    return [sys.executable, "-m", "summarizer.cli", what, "--state-dir", str(state)]
+
+
+def _run(what: str, state: Path) -> float:
+    t0 = time.monotonic()
+    done = subprocess.run(
+        _command(what, state), env=_env(), capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return time.monotonic() - t0
+
+
+def _start_and_kill(what: str, state: Path, delay: float) -> bool:
+    """Start `what`, SIGKILL it after `delay` s unless it finished; True if it was killed."""
+    proc = subprocess.Popen(
+        _command(what, state), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        proc.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    assert proc.returncode in (0, -signal.SIGKILL), err
+    return proc.returncode == -signal.SIGKILL
+
+
+def view_tree(sessions: Path) -> dict[str, bytes]:
+    """Every view file under a sessions folder, by relative path."""
+    return {
+        str(p.relative_to(sessions)): p.read_bytes()
+        for p in sorted(sessions.rglob("*.jsonl"))
+        if not p.name.startswith(".")
+    }
+
+
+def entries_dump(index_db: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(f"file:{index_db}?mode=ro", uri=True)
+    try:
+        return conn.execute(f"SELECT {store.ENTRY_COLUMNS} FROM entries ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def clean_rebuild(state: Path, scratch: Path) -> dict[str, bytes]:
+    """The views a rebuild from scratch makes of `state`'s index (in a copy)."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(mode=0o700)
+    for name in ("index.db", "index.db-wal"):
+        if (state / name).exists():
+            shutil.copy2(state / name, scratch / name)
+    paths = StatePaths(scratch)
+    paths.ensure()
+    conn = store.connect(paths.index_db)
+    try:
+        views.rebuild_all(conn, paths)
+    finally:
+        conn.close()
+    return view_tree(paths.sessions)
+
+
+def pending_rebuild(state: Path) -> bool:
+    conn = sqlite3.connect(f"file:{state / 'index.db'}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT 1 FROM meta WHERE key='views_rebuild'").fetchone() is not None
+    finally:
+        conn.close()
+
+
+def _views_behind(state: Path) -> None:
+    """The state a daemon killed after committing entries, before writing views, leaves."""
+    conn = sqlite3.connect(state / "index.db")
+    try:
+        conn.execute("UPDATE meta SET value='0' WHERE key='views_upto'")
+        conn.commit()
+    finally:
+        conn.close()
+    shutil.rmtree(state / "sessions")
+
+
+def kill_loop(
+    tmp_path: Path,
+    what: str,
+    recover: str,
+    kills: int,
+    events: int,
+    seed: int,
+    prepare: Callable[[Path], None] | None = None,
+) -> None:
+    """Kill `what` `kills` times at random moments; after each, `recover` and compare."""
+    rng = random.Random(seed)
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    paths = StatePaths(pristine)
+    paths.ensure()
+    append(paths, generate(events, seed).lines)
+    _run("ingest", pristine)
+    # What an uninterrupted run leaves in the index, and how long it takes.
+    expected_state = tmp_path / "expected"
+    shutil.copytree(pristine, expected_state)
+    if prepare:
+        prepare(expected_state)
+    duration = _run(what, expected_state)
+    expected_entries = entries_dump(expected_state / "index.db")
+    state = tmp_path / "state"
+    landed = mid = runs = 0
+    while landed < kills:
+        runs += 1
+        assert runs < 5 * kills, f"only {landed} of {kills} kills landed in {runs} runs"
+        if runs == 1 or what == "retention" or prepare:
+            shutil.rmtree(state, ignore_errors=True)
+            shutil.copytree(pristine, state)
+            if prepare:
+                prepare(state)
+        if not _start_and_kill(what, state, rng.uniform(0.0, duration)):
+            continue
+        landed += 1
+        mid += pending_rebuild(state) if what in ("rebuild", "retention") else 1
+        _run(recover, state)
+        assert not pending_rebuild(state)
+        assert view_tree(state / "sessions") == clean_rebuild(state, tmp_path / "scratch")
+        if what == "retention":  # the daemon runs it again at its next interval
+            _run(what, state)
+            assert view_tree(state / "sessions") == clean_rebuild(state, tmp_path / "scratch")
+        assert entries_dump(state / "index.db") == expected_entries
+    print(f"\n{what}: {landed} kills in {runs} runs, {mid} mid-work")
+    if what == "rebuild":
+        assert mid >= 1, "no kill landed while the views were being rebuilt"
+
+
+def test_sigkill_during_rebuild_quick(tmp_path: Path) -> None:
+    kill_loop(tmp_path, "rebuild", "ingest", kills=3, events=1500, seed=11)
+
+
+def test_sigkill_during_view_catch_up_quick(tmp_path: Path) -> None:
+    kill_loop(tmp_path, "ingest", "ingest", kills=2, events=1500, seed=12, prepare=_views_behind)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize(
+    ("what", "recover", "prepare"),
+    [
+        ("rebuild", "ingest", None),
+        ("compact", "compact", None),
+        ("retention", "ingest", None),
+        ("ingest", "ingest", _views_behind),
+    ],
+    ids=["rebuild", "compact", "retention", "view-catch-up"],
+)
+def test_sigkill_full(
+    tmp_path: Path, what: str, recover: str, prepare: Callable[[Path], None] | None
+) -> None:
+    kill_loop(tmp_path, what, recover, kills=20, events=4000, seed=21, prepare=prepare)
