@@ -136,7 +136,7 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
     facts.failures = entries("event IN ('tool_failure','tool_result')", 400)
     prompt = entries("event='prompt'", 1)
     facts.last_prompt = prompt[0].text if prompt else ""
-    summary = entries("event='post_compact'", 1)
+    summary = entries("event IN ('post_compact','compact_summary') AND text<>''", 1)
     facts.compact_summary = summary[0].text if summary else ""
     facts.running_agents = [
         (str(r[0]), str(r[1]), str(r[2]))

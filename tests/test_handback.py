@@ -1,0 +1,73 @@
+"""The hand-back on the real client's event order: the compaction is not an agent, ids as users
+see them, one current copy of the notes, never silent (real hook, real CLI, real index)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helpers import hook_env, query, run_cli, run_hook
+
+SID = "4a5be60a-1b2d-4c3e-9f40-5a6b7c8d9e01"
+COMPACT_TEXT = (
+    "<analysis>\nLet me chronologically analyze the conversation.\n</analysis>\n\n"
+    "<summary>\n1. Primary Request and Intent:\n   Fix the CSV export.\n</summary>"
+)
+
+
+def event(project: Path, name: str, session_id: str = SID, **extra: Any) -> bytes:
+    """A payload as Claude Code 2.1.330 sends it (compact JSON, common fields first)."""
+    base: dict[str, Any] = {
+        "session_id": session_id,
+        "transcript_path": str(project / f"{session_id}.jsonl"),
+        "cwd": str(project),
+        "permission_mode": "bypassPermissions",
+        "hook_event_name": name,
+    }
+    base.update(extra)
+    return json.dumps(base, separators=(",", ":")).encode()
+
+
+def feed(state: Path, project: Path, payloads: list[bytes]) -> list[str]:
+    """Run the real hook for each payload; return what it printed."""
+    env = hook_env(state)
+    out = []
+    for p in payloads:
+        done = run_hook(p, env, cwd=project)
+        assert done.returncode == 0, done.stderr
+        out.append(done.stdout.decode())
+    return out
+
+
+def agent_call(project: Path, tool_use_id: str, prompt: str, *, cc_id: str = "") -> list[bytes]:
+    """PreToolUse of the Agent tool, then SubagentStart (Claude Code's id, no tool_use_id)."""
+    tool_input = {"description": "look around", "prompt": prompt, "subagent_type": "general-purpose"}
+    calls = [
+        event(project, "PreToolUse", tool_name="Agent", tool_input=tool_input,
+              tool_use_id=tool_use_id),
+    ]
+    if cc_id:
+        calls.append(event(project, "SubagentStart", agent_id=cc_id, agent_type="general-purpose"))
+    return calls
+
+
+def test_compaction_stop_is_the_session_summary_not_an_agent(tmp_path: Path) -> None:
+    state, project = tmp_path / "state", tmp_path / "proj"
+    project.mkdir()
+    feed(state, project, [
+        event(project, "UserPromptSubmit", prompt="fix the csv export"),
+        # A background agent is still running when the conversation is compacted.
+        *agent_call(project, "toolu_bg", "AgentId: scout-1\nlook at the export", cc_id="a11aa"),
+        event(project, "PreCompact", trigger="auto", custom_instructions=""),
+        event(project, "SubagentStop", agent_id="a9f45c753bf19d6f2", agent_type="",
+              stop_hook_active=False, last_assistant_message=COMPACT_TEXT),
+        event(project, "PostCompact", trigger="auto", compact_summary=COMPACT_TEXT),
+    ])
+    done = run_cli("ingest", state_dir=state)
+    assert done.returncode == 0, done.stderr
+    agents = query(state, "SELECT agent_id, status FROM agents WHERE session_id=?", (SID,))
+    assert agents == [("scout-1", "running")]
+    rows = query(state, "SELECT agent_id, event FROM entries WHERE hook_event='SubagentStop'")
+    assert rows == [("main", "compact_summary")]
+    assert not (state / "sessions" / SID / "a9f45c753bf19d6f2.jsonl").exists()
