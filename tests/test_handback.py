@@ -71,3 +71,75 @@ def test_compaction_stop_is_the_session_summary_not_an_agent(tmp_path: Path) -> 
     rows = query(state, "SELECT agent_id, event FROM entries WHERE hook_event='SubagentStop'")
     assert rows == [("main", "compact_summary")]
     assert not (state / "sessions" / SID / "a9f45c753bf19d6f2.jsonl").exists()
+
+
+def _two_agents(tmp_path: Path) -> tuple[Path, Path]:
+    """A session with an `AgentId:` agent and one named by ctxd's fallback, both finished."""
+    state, project = tmp_path / "state", tmp_path / "proj"
+    project.mkdir()
+    done_named = {"status": "completed", "agentId": "a11aa", "content": [{"type": "text",
+                                                                           "text": "ok"}]}
+    done_anon = {"status": "completed", "agentId": "a22bb", "content": [{"type": "text",
+                                                                          "text": "ok"}]}
+    feed(state, project, [
+        event(project, "UserPromptSubmit", prompt="look around"),
+        *agent_call(project, "toolu_1", "AgentId: scout-1\nlook at the export", cc_id="a11aa"),
+        event(project, "PreToolUse", tool_name="Read", tool_input={"file_path": "/x/a.py"},
+              tool_use_id="toolu_r1", agent_id="a11aa", agent_type="general-purpose"),
+        event(project, "PostToolUse", tool_name="Agent", tool_use_id="toolu_1",
+              tool_input={"prompt": "AgentId: scout-1\nlook", "subagent_type": "general-purpose"},
+              tool_response=done_named),
+        *agent_call(project, "toolu_2", "list the tests", cc_id="a22bb"),
+        event(project, "PreToolUse", tool_name="Glob", tool_input={"pattern": "tests/*.py"},
+              tool_use_id="toolu_g1", agent_id="a22bb", agent_type="general-purpose"),
+        event(project, "PostToolUse", tool_name="Agent", tool_use_id="toolu_2",
+              tool_input={"prompt": "list the tests", "subagent_type": "general-purpose"},
+              tool_response=done_anon),
+    ])
+    assert run_cli("ingest", state_dir=state).returncode == 0
+    return state, project
+
+
+def read_entries(state: Path, *args: str) -> list[dict[str, Any]]:
+    done = run_cli("read", *args, state_dir=state)
+    assert done.returncode == 0, done.stderr
+    entries: list[dict[str, Any]] = json.loads(done.stdout)["entries"]
+    return entries
+
+
+def test_read_accepts_every_id_an_agent_is_known_by(tmp_path: Path) -> None:
+    state, _ = _two_agents(tmp_path)
+    (generated,) = [
+        r[0] for r in query(state, "SELECT agent_id FROM agents WHERE cc_agent_id='a22bb'")
+    ]
+    assert generated.startswith("general-purpose-")
+    by_generated = read_entries(state, "--agent-id", generated)
+    assert by_generated and {e["agent_id"] for e in by_generated} == {generated}
+    assert read_entries(state, "--agent-id", "a22bb") == by_generated
+    assert read_entries(state, "--agent-id", "a22bb", "--session", SID) == by_generated
+    by_name = read_entries(state, "--agent-id", "scout-1")
+    assert by_name and read_entries(state, "--agent-id", "a11aa") == by_name
+
+
+def test_read_session_accepts_the_prefix_and_stamp_sessions_prints(tmp_path: Path) -> None:
+    state, _ = _two_agents(tmp_path)
+    full = read_entries(state, "--agent-id", "main", "--session", SID)
+    assert full
+    assert read_entries(state, "--agent-id", "main", "--session", SID[:8]) == full
+    (stamp,) = [
+        line.split()[0]
+        for line in run_cli("sessions", state_dir=state).stdout.splitlines()
+        if SID[:8] in line
+    ]
+    assert read_entries(state, "--agent-id", "main", "--session", stamp) == full
+
+
+def test_read_unknown_or_ambiguous_session_is_a_one_line_error(tmp_path: Path) -> None:
+    state, project = _two_agents(tmp_path)
+    other = "4a5be60b-0000-4000-8000-000000000000"
+    feed(state, project, [event(project, "UserPromptSubmit", session_id=other, prompt="hi")])
+    for ref, words in (("4a5be6", "matches 2 sessions"), ("ffff", "no session matches")):
+        done = run_cli("read", "--agent-id", "main", "--session", ref, state_dir=state)
+        assert done.returncode != 0
+        assert done.stdout == "" and len(done.stderr.splitlines()) == 1
+        assert words in done.stderr
