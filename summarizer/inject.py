@@ -57,7 +57,7 @@ def render_injection(injection: dict[str, Any]) -> str:
     if injection["decisions"]:
         text += "**Key Decisions:**\n"
         for d in injection["decisions"][:TOP_DECISIONS]:
-            text += f"- {d['decision']} (Feature {d['featureId']})\n"
+            text += _decision_line(d) + "\n"
         text += "\n"
     if injection["failures"]:
         text += "**Recent Failures to Avoid:**\n"
@@ -141,7 +141,7 @@ def build_injection(
             "decisions",
             decisions,
             d_budget,
-            lambda d: f"- {d['decision']} (Feature {d['featureId']})",
+            _decision_line,
         ),
         ("failures", failures, f_budget, lambda f: f"- {f['description']}: {f['prevention']}"),
         ("constraints", constraints, c_budget, lambda c: f"- {c['description']}"),
@@ -353,3 +353,9 @@ def cmd_inject(args: argparse.Namespace) -> int:
         json.dump(injection, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     return 0
+
+
+def _decision_line(d: dict[str, Any]) -> str:
+    # "(Feature n/a)" after every decision is noise: name the feature only when there is one.
+    feature = d.get("featureId") or "n/a"
+    return f"- {d['decision']}" + ("" if feature == "n/a" else f" (Feature {feature})")

@@ -42,10 +42,15 @@ def feed(state: Path, project: Path, payloads: list[bytes]) -> list[str]:
 
 def agent_call(project: Path, tool_use_id: str, prompt: str, *, cc_id: str = "") -> list[bytes]:
     """PreToolUse of the Agent tool, then SubagentStart (Claude Code's id, no tool_use_id)."""
-    tool_input = {"description": "look around", "prompt": prompt, "subagent_type": "general-purpose"}
+    tool_input = {
+        "description": "look around",
+        "prompt": prompt,
+        "subagent_type": "general-purpose",
+    }
     calls = [
-        event(project, "PreToolUse", tool_name="Agent", tool_input=tool_input,
-              tool_use_id=tool_use_id),
+        event(
+            project, "PreToolUse", tool_name="Agent", tool_input=tool_input, tool_use_id=tool_use_id
+        ),
     ]
     if cc_id:
         calls.append(event(project, "SubagentStart", agent_id=cc_id, agent_type="general-purpose"))
@@ -55,15 +60,25 @@ def agent_call(project: Path, tool_use_id: str, prompt: str, *, cc_id: str = "")
 def test_compaction_stop_is_the_session_summary_not_an_agent(tmp_path: Path) -> None:
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
-    feed(state, project, [
-        event(project, "UserPromptSubmit", prompt="fix the csv export"),
-        # A background agent is still running when the conversation is compacted.
-        *agent_call(project, "toolu_bg", "AgentId: scout-1\nlook at the export", cc_id="a11aa"),
-        event(project, "PreCompact", trigger="auto", custom_instructions=""),
-        event(project, "SubagentStop", agent_id="a9f45c753bf19d6f2", agent_type="",
-              stop_hook_active=False, last_assistant_message=COMPACT_TEXT),
-        event(project, "PostCompact", trigger="auto", compact_summary=COMPACT_TEXT),
-    ])
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", prompt="fix the csv export"),
+            # A background agent is still running when the conversation is compacted.
+            *agent_call(project, "toolu_bg", "AgentId: scout-1\nlook at the export", cc_id="a11aa"),
+            event(project, "PreCompact", trigger="auto", custom_instructions=""),
+            event(
+                project,
+                "SubagentStop",
+                agent_id="a9f45c753bf19d6f2",
+                agent_type="",
+                stop_hook_active=False,
+                last_assistant_message=COMPACT_TEXT,
+            ),
+            event(project, "PostCompact", trigger="auto", compact_summary=COMPACT_TEXT),
+        ],
+    )
     done = run_cli("ingest", state_dir=state)
     assert done.returncode == 0, done.stderr
     agents = query(state, "SELECT agent_id, status FROM agents WHERE session_id=?", (SID,))
@@ -77,25 +92,59 @@ def _two_agents(tmp_path: Path) -> tuple[Path, Path]:
     """A session with an `AgentId:` agent and one named by ctxd's fallback, both finished."""
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
-    done_named = {"status": "completed", "agentId": "a11aa", "content": [{"type": "text",
-                                                                           "text": "ok"}]}
-    done_anon = {"status": "completed", "agentId": "a22bb", "content": [{"type": "text",
-                                                                          "text": "ok"}]}
-    feed(state, project, [
-        event(project, "UserPromptSubmit", prompt="look around"),
-        *agent_call(project, "toolu_1", "AgentId: scout-1\nlook at the export", cc_id="a11aa"),
-        event(project, "PreToolUse", tool_name="Read", tool_input={"file_path": "/x/a.py"},
-              tool_use_id="toolu_r1", agent_id="a11aa", agent_type="general-purpose"),
-        event(project, "PostToolUse", tool_name="Agent", tool_use_id="toolu_1",
-              tool_input={"prompt": "AgentId: scout-1\nlook", "subagent_type": "general-purpose"},
-              tool_response=done_named),
-        *agent_call(project, "toolu_2", "list the tests", cc_id="a22bb"),
-        event(project, "PreToolUse", tool_name="Glob", tool_input={"pattern": "tests/*.py"},
-              tool_use_id="toolu_g1", agent_id="a22bb", agent_type="general-purpose"),
-        event(project, "PostToolUse", tool_name="Agent", tool_use_id="toolu_2",
-              tool_input={"prompt": "list the tests", "subagent_type": "general-purpose"},
-              tool_response=done_anon),
-    ])
+    done_named = {
+        "status": "completed",
+        "agentId": "a11aa",
+        "content": [{"type": "text", "text": "ok"}],
+    }
+    done_anon = {
+        "status": "completed",
+        "agentId": "a22bb",
+        "content": [{"type": "text", "text": "ok"}],
+    }
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", prompt="look around"),
+            *agent_call(project, "toolu_1", "AgentId: scout-1\nlook at the export", cc_id="a11aa"),
+            event(
+                project,
+                "PreToolUse",
+                tool_name="Read",
+                tool_input={"file_path": "/x/a.py"},
+                tool_use_id="toolu_r1",
+                agent_id="a11aa",
+                agent_type="general-purpose",
+            ),
+            event(
+                project,
+                "PostToolUse",
+                tool_name="Agent",
+                tool_use_id="toolu_1",
+                tool_input={"prompt": "AgentId: scout-1\nlook", "subagent_type": "general-purpose"},
+                tool_response=done_named,
+            ),
+            *agent_call(project, "toolu_2", "list the tests", cc_id="a22bb"),
+            event(
+                project,
+                "PreToolUse",
+                tool_name="Glob",
+                tool_input={"pattern": "tests/*.py"},
+                tool_use_id="toolu_g1",
+                agent_id="a22bb",
+                agent_type="general-purpose",
+            ),
+            event(
+                project,
+                "PostToolUse",
+                tool_name="Agent",
+                tool_use_id="toolu_2",
+                tool_input={"prompt": "list the tests", "subagent_type": "general-purpose"},
+                tool_response=done_anon,
+            ),
+        ],
+    )
     assert run_cli("ingest", state_dir=state).returncode == 0
     return state, project
 
