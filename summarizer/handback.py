@@ -23,6 +23,7 @@ __all__ = [
     "REPEATED_COMPACT",
     "LiveContext",
     "decide",
+    "last_transcript",
     "live_context",
     "live_from_log",
     "log_decision",
@@ -96,6 +97,15 @@ def read_log(folder: str) -> list[dict[str, object]]:
         if isinstance(record, dict):
             out.append(record)
     return out
+
+
+def last_transcript(folder: str) -> str:
+    """The transcript path the session's last logged SessionStart named, or ""."""
+    for record in reversed(read_log(folder)):
+        path = record.get("transcript")
+        if isinstance(path, str) and path:
+            return path
+    return ""
 
 
 def live_from_log(records: list[dict[str, object]]) -> LiveContext:

@@ -28,7 +28,8 @@ _TRIGGER_WORDS = {
     "pre_compact": "just before the conversation was compacted",
     "session_end": "when the session ended",
     "compaction": "at a periodic update",
-    "session_start": "when the session started again",
+    # Built by the SessionStart hook itself (after a compaction, or on resume): the time says it.
+    "session_start": "",
 }
 
 
@@ -45,9 +46,10 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
     title = f'"{clean_line(state.title, 100)}"' if state.title else "(untitled)"
     started = f", started {state.started_at[:16].replace('T', ' ')} UTC" if state.started_at else ""
     when = _TRIGGER_WORDS.get(state.trigger, state.trigger)
+    at = f"{state.created_at[:19].replace('T', ' ')} UTC"
     lead = [
         f"{NOTES_HEAD} {title} ({state.session_id[:8]}{started}), "
-        f"as recorded {when} ({state.created_at[:19].replace('T', ' ')} UTC).",
+        + (f"as recorded {when} ({at})." if when else f"as recorded at {at}."),
     ]
     current = state.current_task
     if current is not None:

@@ -94,7 +94,15 @@ def session_start_output(payload: bytes, state_dir: str) -> str:
                 if settings.autostart:
                     autostart(state_dir)
             out = hook_output(text, settings.max_chars) if text.strip() else ""
-            log_decision(folder, source, len(text) if out else 0, reason, notes_of=origin)
+            transcript = event.get("transcript_path")
+            log_decision(
+                folder,
+                source,
+                len(text) if out else 0,
+                reason,
+                notes_of=origin,
+                transcript=transcript if isinstance(transcript, str) else "",
+            )
         finally:
             os.close(lock)
         return out
