@@ -61,6 +61,7 @@ class ResumeConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     inject_on: list[str] = msgspec.field(default_factory=lambda: ["compact", "resume", "clear"])
     inject_on_startup: bool = True
     build_timeout_s: float = 3.0
+    prebuild: bool = True
 
 
 class RetentionConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

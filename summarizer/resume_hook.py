@@ -63,6 +63,7 @@ class HookSettings:
         valid = isinstance(max_chars, int) and 0 < max_chars <= MAX_CONTEXT_CHARS
         self.max_chars = max_chars if valid else MAX_CONTEXT_CHARS
         self.autostart = daemon.get("autostart") is True
+        self.prebuild = resume.get("prebuild", True) is True
 
 
 def session_start_output(payload: bytes, state_dir: str) -> str:

@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers import hook_env, query, run_cli, run_hook
+import pytest
+from helpers import hook_env, poll, query, run_cli, run_hook
+from resume_story import Daemons
 
 SID = "4a5be60a-1b2d-4c3e-9f40-5a6b7c8d9e01"
 COMPACT_TEXT = (
@@ -391,3 +393,41 @@ def test_notes_text_is_clean_and_says_each_fact_once(tmp_path: Path) -> None:
     assert "ToolSearch" not in text
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     assert len(lines) == len(set(lines))
+
+
+# --- fast on the real client: PreCompact starts the build ---------------------------------
+
+
+def _state_trigger(state: Path) -> str:
+    try:
+        doc = json.loads((state / "resume" / SID / "precompact_state.json").read_bytes())
+    except (OSError, ValueError):
+        return ""
+    return str(doc.get("trigger", ""))
+
+
+@pytest.mark.parametrize("with_daemon", [False, True])
+def test_compaction_takes_the_prebuilt_path(tmp_path: Path, with_daemon: bool) -> None:
+    """PreCompact starts the build (daemon, or a detached builder); the compaction's own
+    SubagentStop and PostCompact do not make it stale; SessionStart(compact) uses it."""
+    state, project = tmp_path / "state", tmp_path / "proj"
+    project.mkdir()
+    daemons = Daemons()
+    try:
+        if with_daemon:
+            state.mkdir(mode=0o700)
+            daemons.start(state)
+        feed(state, project, [*work(project)[1:5],
+                              event(project, "PreCompact", trigger="auto", custom_instructions="")])
+        poll(lambda: _state_trigger(state) == "pre_compact", 30)  # while the model compacts
+        feed(state, project, [
+            event(project, "SubagentStop", agent_id="a0c0ffee", agent_type="",
+                  last_assistant_message=COMPACT_TEXT),
+            event(project, "PostCompact", trigger="auto", compact_summary=COMPACT_TEXT),
+        ])
+        (out,) = feed(state, project, [event(project, "SessionStart", source="compact")])
+    finally:
+        daemons.stop_all()
+    assert "fix the csv export" in context_of(out)
+    log = json.loads((state / "resume" / SID / "starts.jsonl").read_text().splitlines()[-1])
+    assert log["reason"].endswith("(prebuilt)"), log

@@ -51,7 +51,9 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-BUILD_CONFIG = "[resume]\nbuild_timeout_s = 30.0\n"
+# No detached builder on PreCompact: these tests exercise the hook's own build path and must
+# not race a builder (tests/test_handback.py covers the prebuilt path).
+BUILD_CONFIG = "[resume]\nbuild_timeout_s = 30.0\nprebuild = false\n"
 
 
 def _play(project: Path) -> None:
@@ -317,6 +319,7 @@ def test_hook_config_reads_the_shipped_defaults_without_tomllib() -> None:
             "inject_on": ["compact", "resume", "clear"],
             "inject_on_startup": True,
             "build_timeout_s": 3.0,
+            "prebuild": True,
         },
         "daemon": {"autostart": False},
     }
