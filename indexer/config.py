@@ -59,8 +59,9 @@ class ResumeConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     max_tokens: int = 2000
     max_chars: int = 10000
     inject_on: list[str] = msgspec.field(default_factory=lambda: ["compact", "resume", "clear"])
-    inject_on_startup: bool = False
+    inject_on_startup: bool = True
     build_timeout_s: float = 3.0
+    prebuild: bool = True
 
 
 class RetentionConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

@@ -18,6 +18,7 @@ _MAX_ENV_PATH = 4096
 # A hook output must not block Claude Code for long: the SessionStart marker check reads
 # only this many bytes of stdin before deciding whether to look for the resume context.
 _SESSION_START_MARK = b'"hook_event_name":"SessionStart"'
+_PRE_COMPACT_MARK = b'"hook_event_name":"PreCompact"'
 
 
 def state_dir(environ: "os._Environ[str] | dict[str, str]", cwd: str) -> str:
@@ -178,6 +179,52 @@ def _session_start(payload: bytes, base: str) -> None:
         sys.stdout.flush()
 
 
+def _prebuild(base: str) -> None:
+    # PreCompact: the compaction takes seconds, so build the notes now. A running daemon does
+    # it on its own; otherwise start a detached builder (stdio on /dev/null, its own session,
+    # so Claude Code does not wait for it).
+    try:
+        fd = os.open(os.path.join(base, "daemon.lock"), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # the daemon holds it
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    try:
+        if "site" not in sys.modules:
+            import site
+
+            site.main()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if root not in sys.path:
+            sys.path.append(root)
+        from summarizer.resume_hook import read_settings
+
+        if not read_settings(base).prebuild:
+            return
+        import subprocess
+
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        subprocess.Popen(
+            [sys.executable, "-m", "summarizer.prebuild", base],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=root,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except Exception:
+        pass
+
+
 def main() -> int:
     """Entry point of `ctxd-hook`: never raises, always returns 0."""
     try:
@@ -196,6 +243,8 @@ def main() -> int:
             count_failure(base)
         if b"SessionStart" in payload[:4096]:
             _session_start(payload, base)
+        elif _PRE_COMPACT_MARK in payload[:4096].replace(b" ", b""):
+            _prebuild(base)  # the build starts now, not when the compaction is over
     except BaseException:
         pass
     return 0

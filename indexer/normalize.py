@@ -108,6 +108,8 @@ def _decode_response(raw: msgspec.Raw) -> ToolResponse:
 def event_kind(p: HookPayload, response: ToolResponse) -> str:
     """The normalized event kind of a payload (ARCHITECTURE §6)."""
     name = p.hook_event_name
+    if is_internal_stop(p):
+        return "compact_summary" if "<summary>" in p.last_assistant_message else "fork_stop"
     if name in _SIMPLE_EVENTS:
         return _SIMPLE_EVENTS[name]
     is_agent = p.tool_name in AGENT_TOOLS
@@ -121,6 +123,17 @@ def event_kind(p: HookPayload, response: ToolResponse) -> str:
     if name == "PostToolUseFailure":
         return "agent_failed" if is_agent else "tool_failure"
     return "other"
+
+
+def is_internal_stop(p: HookPayload) -> bool:
+    """A `SubagentStop` of Claude Code's own forked request, not of a subagent.
+
+    The compaction (and the away-summary recap) run as a fork that fires `SubagentStop` with a
+    fresh `agent_id`, an empty `agent_type`, no start and no Agent call; a user's subagent
+    always has a type. Attributing it would create a phantom agent (or, worse, complete the
+    oldest running background agent).
+    """
+    return p.hook_event_name == "SubagentStop" and bool(p.agent_id) and not p.agent_type
 
 
 def clip(text: str, limit: int) -> str:
@@ -243,6 +256,7 @@ def normalize(
         else _EMPTY_RESPONSE
     )
     kind = event_kind(p, response)
+    internal = kind in ("compact_summary", "fork_stop")  # belongs to main, not to an agent
     description = instruction = output = error = text = ""
     files: tuple[str, ...] = ()
     if p.tool_name:
@@ -264,11 +278,13 @@ def normalize(
     elif kind == "prompt":
         text = p.prompt
         description = clip(p.prompt.strip().split("\n", 1)[0], DESCRIPTION_CHARS)
-    elif kind in ("stop", "subagent_stop", "stop_failure"):
+    elif kind in ("stop", "subagent_stop", "stop_failure", "compact_summary", "fork_stop"):
         text = p.last_assistant_message
         output = p.last_assistant_message
         first_line = p.last_assistant_message.strip().split("\n", 1)[0]
         description = clip(first_line, 200) or kind.replace("_", " ")
+        if kind == "compact_summary":
+            description = "compaction summary"
     elif kind == "subagent_start":
         description = f"subagent started ({p.agent_type or 'agent'})"
     elif kind == "post_compact":
@@ -300,7 +316,7 @@ def normalize(
         event=kind,
         # For the Agent tool the entry is about the agent it starts, not the caller.
         agent_type=(ti.subagent_type or "general-purpose") if is_agent_tool else p.agent_type,
-        cc_agent_id=response.agentId if is_agent_tool else p.agent_id,
+        cc_agent_id=response.agentId if is_agent_tool else "" if internal else p.agent_id,
         tool_name=p.tool_name,
         tool_use_id=p.tool_use_id,
         description=clip(description, DESCRIPTION_CHARS),

@@ -33,6 +33,24 @@ def register(add: AddCommand) -> None:
         help="session id, a unique prefix of it, or its start stamp YYYY-MM-DD-HH-MM-SS (UTC)",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--preview",
+        action="store_true",
+        help="print exactly the text the next SessionStart would hand back (nothing if none),"
+        " and on stderr why",
+    )
+    p.add_argument(
+        "--source",
+        choices=("resume", "compact", "clear", "startup"),
+        default="resume",
+        help="the SessionStart source to preview (default resume)",
+    )
+    p.add_argument(
+        "--transcript",
+        metavar="PATH",
+        help="Claude Code's transcript of the session (default: the one its last SessionStart"
+        " named)",
+    )
 
     p = add(
         "init",

@@ -17,12 +17,8 @@ from typing import Any
 
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name, resolve_state_paths
-from indexer.readonly import (
-    connect_readonly,
-    count_agent_entries,
-    index_is_current,
-    latest_session_with_agent,
-)
+from indexer.readonly import connect_readonly, count_agent_entries, index_is_current
+from summarizer.read_target import resolve_read_target
 
 
 class UsageError(CtxdError):
@@ -71,10 +67,12 @@ def cmd_read(args: argparse.Namespace) -> int:
     conn = _current_connection(paths)
     if conn is not None:
         try:
-            if session_id is None:
-                session_id = latest_session_with_agent(conn, agent_id)
+            session_id, agent_id = resolve_read_target(conn, agent_id, session_id)
             if session_id is not None:
                 total = count_agent_entries(conn, session_id, agent_id)
+        except CtxdError as e:
+            print(f"ctxd read: error: {e}", file=sys.stderr)
+            return 1
         finally:
             conn.close()
     context_file = paths.session_dir(session_id) / f"{agent_id}.jsonl" if session_id else None

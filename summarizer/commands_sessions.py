@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from indexer import store
@@ -78,13 +79,37 @@ def cmd_resume(args: argparse.Namespace) -> int:
     conn = store.connect(paths.index_db, readonly=True)
     try:
         info = resolve_session(conn, args.session)
-        package = resume_package(conn, paths, config, info)
+        package = None if args.preview else resume_package(conn, paths, config, info)
     finally:
         conn.close()
+    if package is None:
+        return _preview(paths.root, info.session_id, args.source, args.transcript)
     if args.json:
         print(json.dumps(package, indent=2, ensure_ascii=False))
     else:
         print(render_package(package), end="")
+    return 0
+
+
+def _preview(state_dir: Path, session_id: str, source: str, transcript: str | None) -> int:
+    """Print what SessionStart(`source`) would hand back now (stdout) and why (stderr)."""
+    from summarizer.handback import last_transcript
+    from summarizer.resume_hook import plan_session_start, read_settings
+
+    folder = state_dir / "resume" / session_id
+    event = {
+        "session_id": session_id,
+        "source": source,
+        "transcript_path": transcript or last_transcript(str(folder)),
+    }
+    settings = read_settings(str(state_dir))
+    text, why, _ = plan_session_start(
+        str(state_dir), event, settings, consume=False, build_timeout_s=120.0
+    )
+    size = f"{len(text)} characters" if text.strip() else "nothing"
+    print(f"ctxd: SessionStart({source}) would hand back {size}: {why}", file=sys.stderr)
+    if text.strip():
+        print(text, end="" if text.endswith("\n") else "\n")
     return 0
 
 

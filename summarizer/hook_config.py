@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 WANTED = {
-    "resume": ("inject_on", "inject_on_startup", "build_timeout_s", "max_chars"),
+    "resume": ("inject_on", "inject_on_startup", "build_timeout_s", "max_chars", "prebuild"),
     "daemon": ("autostart",),
 }
 

@@ -28,6 +28,7 @@ __all__ = [
     "cache_key",
     "cached_injection",
     "current_watermark",
+    "decision_line",
     "empty_injection",
     "remember_injection",
     "render_injection",
@@ -61,7 +62,7 @@ def render_injection(injection: dict[str, Any]) -> str:
     if injection["decisions"]:
         text += "**Key Decisions:**\n"
         for d in injection["decisions"][:TOP_DECISIONS]:
-            text += f"- {d['decision']} (Feature {d['featureId']})\n"
+            text += decision_line(d) + "\n"
         text += "\n"
     if injection["failures"]:
         text += "**Recent Failures to Avoid:**\n"
@@ -74,6 +75,13 @@ def render_injection(injection: dict[str, Any]) -> str:
             text += f"- {c['description']}\n"
         text += "\n"
     return text
+
+
+def decision_line(d: dict[str, Any]) -> str:
+    """One decision as a line: "(Feature n/a)" after every decision is noise, so the feature is
+    named only when there is one."""
+    feature = d.get("featureId") or "n/a"
+    return f"- {d['decision']}" + ("" if feature == "n/a" else f" (Feature {feature})")
 
 
 def cache_key(config_bytes: bytes, feature_id: str | None, budget: int | None) -> str:

@@ -105,10 +105,20 @@ def update_session(
     state = build_state(
         facts, trigger, project_dir_of(paths, facts.cwd), mem, now_ns or time.time_ns()
     )
-    text, tokens, chars = render_context(state, _running_summary(paths), config)
+    # The project's running summary may describe other sessions: the notes are this one's.
+    text, tokens, chars = render_context(state, "", config)
     state.context_tokens, state.context_chars = tokens, chars
     write_resume(paths, state, text)
+    _write_startup_memory(paths, config, state)
     return state
+
+
+def _write_startup_memory(paths: StatePaths, config: Config, state: ResumeState) -> None:
+    from summarizer.startup_memory import render_startup, write_startup
+    from summarizer.tokens import get_counter
+
+    counter = get_counter(config.summarizer.encoding)
+    write_startup(paths, render_startup(state, counter.count))
 
 
 def write_resume(paths: StatePaths, state: ResumeState, context: str) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from indexer.config import Config
 from summarizer.budget import Section, pack_sections, render_sections, utf16_len
+from summarizer.handback import NOTES_HEAD
+from summarizer.plain import clean_line, clean_text
 from summarizer.resume_state import ResumeState
 from summarizer.tokens import get_counter
 
@@ -23,63 +25,82 @@ _SHARES = {
     "summary": 0.05,
 }
 _TRIGGER_WORDS = {
-    "pre_compact": "before the conversation was compacted",
+    "pre_compact": "just before the conversation was compacted",
     "session_end": "when the session ended",
-    "compaction": "during a periodic update",
-    "session_start": "when the session started again",
+    "compaction": "at a periodic update",
+    # Built by the SessionStart hook itself (after a compaction, or on resume): the time says it.
+    "session_start": "",
 }
 
 
 def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> list[Section]:
-    """The context's sections, most important first; items are plain text lines."""
+    """The context's sections, most important first; items are plain text lines.
+
+    Each fact appears once: the task in progress is not listed again under open tasks, and
+    `running_summary` (the project's, which may describe other sessions) is not used.
+    """
 
     def budget(name: str) -> int:
         return max(1, int(max_tokens * _SHARES[name]))
 
-    title = f'"{state.title}"' if state.title else "(untitled)"
+    title = f'"{clean_line(state.title, 100)}"' if state.title else "(untitled)"
     started = f", started {state.started_at[:16].replace('T', ' ')} UTC" if state.started_at else ""
     when = _TRIGGER_WORDS.get(state.trigger, state.trigger)
+    at = f"{state.created_at[:19].replace('T', ' ')} UTC"
     lead = [
-        f"ctxd notes for session {title} ({state.session_id[:8]}{started}), "
-        f"recorded {when} at {state.created_at[:19].replace('T', ' ')} UTC.",
+        f"{NOTES_HEAD} {title} ({state.session_id[:8]}{started}), "
+        + (f"as recorded {when} ({at})." if when else f"as recorded at {at}."),
     ]
-    if state.current_task is not None:
-        lead.append(f"Task in progress: {state.current_task.content}.")
-    else:
-        lead.append("No task was marked in progress.")
+    current = state.current_task
+    if current is not None:
+        lead.append(f"Task in progress: {clean_line(current.content, 300)}.")
     if state.next_action:
-        lead.append(f"Most recent user request: {state.next_action}")
+        lead.append(f"Most recent user request: {clean_line(state.next_action, 600)}")
     tasks = [
-        f"- [{t.status.replace('_', ' ')}] {t.content}" + (f" (#{t.id})" if t.id else "")
+        f"- [{t.status.replace('_', ' ')}] {clean_line(t.content, 200)}"
+        + (f" (#{t.id})" if t.id else "")
         for t in state.open_todos
+        if current is None or t.content != current.content
     ]
-    files = [f"- {path}" for path in state.files_to_load]
+    edited, missing = set(state.edited_files), set(state.missing_files)
+    files = [
+        f"- {path} ({'edited' if path in edited else 'read'}"
+        + (", not on disk now)" if path in missing else ")")
+        for path in state.files_to_load
+    ]
     failures = [
-        f"- {f.tool + ': ' if f.tool else ''}{f.description}"
+        f"- {f.tool + ' ' if f.tool else ''}{clean_line(f.description, 160)}"
         + (f" failed {f.count} times" if f.count > 1 else " failed")
-        + (f"; last error: {f.last_error}" if f.last_error else "")
-        + (f"; what fixed it before: {f.prevention}" if f.prevention else "")
+        + (f": {f.last_error}" if f.last_error else "")
+        + (f"; fixed before by: {f.prevention}" if f.prevention else "")
         for f in state.open_failures
     ]
-    memory = [f"- Decision: {d}" for d in state.decisions] + [
-        f"- Constraint: {c}" for c in state.constraints
+    memory = [f"- Decision: {clean_line(d, 300)}" for d in state.decisions] + [
+        f"- Constraint: {clean_line(c, 300)}" for c in state.constraints
     ]
-    agents = [f"- {a}" for a in state.agents_in_flight]
+    agents = [f"- {clean_line(a, 200)}" for a in state.agents_in_flight]
     calls = [
-        f"- {c.timestamp[11:19]} {c.tool or 'tool'} {c.file}" + ("" if c.ok else " (failed)")
+        f"- {c.timestamp[11:19]} {c.tool or 'tool'} {_target(c.tool, c.file)}"
+        + ("" if c.ok else " (failed)")
         for c in state.last_tool_calls
     ]
-    summary = [s for s in (state.compact_summary.strip(), running_summary.strip()) if s]
+    summary = [s for s in (clean_text(state.compact_summary).strip(),) if s]
     return [
         Section("lead", "", lead, budget("lead"), min_items=len(lead)),
         Section("tasks", "\nOpen tasks:", tasks, budget("tasks")),
-        Section("files", "\nFiles edited or read most recently:", files, budget("files")),
+        Section("files", "\nFiles worked on lately:", files, budget("files")),
         Section("failures", "\nFailures not yet resolved:", failures, budget("failures")),
         Section("memory", "\nDecisions and constraints in force:", memory, budget("memory")),
         Section("agents", "\nSubagents still running:", agents, budget("agents")),
         Section("calls", "\nLast tool calls (UTC):", calls, budget("calls")),
-        Section("summary", "\nEarlier summary:", summary, budget("summary")),
+        Section("summary", "\nClaude Code's own summary:", summary, budget("summary")),
     ]
+
+
+def _target(tool: str, target: str) -> str:
+    """A call's target without the tool name repeated ("ToolSearch ToolSearch select:…")."""
+    target = clean_line(target, 160)
+    return target[len(tool) :].lstrip() if tool and target.startswith(tool + " ") else target
 
 
 def render_context(
@@ -104,5 +125,18 @@ def render_context(
         flow_to="summary",
         char_len=utf16_len,
     )
-    text = render_sections(packed, sections)
+    text = _unique_lines(render_sections(packed, sections))
     return text, counter.count(text), utf16_len(text)
+
+
+def _unique_lines(text: str) -> str:
+    """Drop a non-empty line that repeats an earlier one (a summary quoting the request)."""
+    seen: set[str] = set()
+    out = []
+    for line in text.split("\n"):
+        key = line.strip().lstrip("-* ").strip()
+        if key and key in seen:
+            continue
+        seen.add(key)
+        out.append(line)
+    return "\n".join(out)

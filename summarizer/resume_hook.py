@@ -24,9 +24,11 @@ __all__ = [
     "claim_context",
     "hook_output",
     "lock_folder",
+    "plan_session_start",
     "read_settings",
     "running_summary_text",
     "session_start_output",
+    "take_context",
 ]
 
 STATE_FILE = "precompact_state.json"
@@ -36,6 +38,7 @@ LATEST_FILE = "latest.json"
 LOCK_FILE = "state.lock"
 MAX_CONTEXT_CHARS = 10000  # Claude Code's additionalContext limit (hooks reference §4.3)
 STARTUP_MAX_CHARS = 4000  # "a short project memory"
+STARTUP_FILE = "startup.md"
 # After `/clear` Claude Code starts a new session id; the state the old session wrote at its
 # SessionEnd is handed over only if it is this fresh.
 CLEAR_HANDOFF_S = 600.0
@@ -53,17 +56,22 @@ class HookSettings:
         self.inject_on = (
             [s for s in inject_on if isinstance(s, str)] if isinstance(inject_on, list) else []
         )
-        self.inject_on_startup = resume.get("inject_on_startup") is True
+        self.inject_on_startup = resume.get("inject_on_startup", True) is True
         timeout = resume.get("build_timeout_s", 3.0)
         self.build_timeout_s = float(timeout) if isinstance(timeout, int | float) else 3.0
         max_chars = resume.get("max_chars", MAX_CONTEXT_CHARS)
         valid = isinstance(max_chars, int) and 0 < max_chars <= MAX_CONTEXT_CHARS
         self.max_chars = max_chars if valid else MAX_CONTEXT_CHARS
         self.autostart = daemon.get("autostart") is True
+        self.prebuild = resume.get("prebuild", True) is True
 
 
 def session_start_output(payload: bytes, state_dir: str) -> str:
-    """The hook's stdout for a SessionStart payload: hook JSON, or "" (never raises)."""
+    """The hook's stdout for a SessionStart payload: hook JSON, or "" (never raises).
+
+    Every decision, to inject or not, is appended with its reason to the session's
+    `resume/<session>/starts.jsonl`.
+    """
     try:
         event = loads(payload)
         if not isinstance(event, dict) or event.get("hook_event_name") != "SessionStart":
@@ -73,18 +81,74 @@ def session_start_output(payload: bytes, state_dir: str) -> str:
         if not _valid_id(session_id) or not isinstance(source, str) or not os.path.isdir(state_dir):
             return ""
         settings = read_settings(state_dir)
+        from summarizer.handback import LOCK_FILE as DECISION_LOCK
+        from summarizer.handback import log_decision
+
+        folder = os.path.join(state_dir, "resume", str(session_id))
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        # One decision at a time per session: a concurrent SessionStart sees this one's log.
+        lock = lock_folder(folder, DECISION_LOCK)
         try:
-            text = ""
-            if source in settings.inject_on:
-                text = _resume_text(state_dir, str(session_id), source, settings)
-            elif source == "startup" and settings.inject_on_startup:
-                text = _startup_text(state_dir)
+            try:
+                text, reason, origin = plan_session_start(state_dir, event, settings, consume=True)
+            finally:
+                if settings.autostart:
+                    autostart(state_dir)
+            out = hook_output(text, settings.max_chars) if text.strip() else ""
+            transcript = event.get("transcript_path")
+            log_decision(
+                folder,
+                source,
+                len(text) if out else 0,
+                reason,
+                notes_of=origin,
+                transcript=transcript if isinstance(transcript, str) else "",
+            )
         finally:
-            if settings.autostart:
-                autostart(state_dir)
-        return hook_output(text, settings.max_chars) if text.strip() else ""
+            os.close(lock)
+        return out
     except Exception:
         return ""
+
+
+def plan_session_start(
+    state_dir: str,
+    event: dict[str, Any],
+    settings: HookSettings,
+    *,
+    consume: bool,
+    build_timeout_s: float | None = None,
+) -> tuple[str, str, str]:
+    """(text to hand back, why, the session the notes describe) for one SessionStart.
+
+    `consume` marks the prebuilt context as handed back; `ctxd resume --preview` passes False.
+    """
+    from summarizer.handback import REPEATED_COMPACT, decide, live_context, live_from_log, read_log
+
+    session_id = str(event.get("session_id"))
+    source = str(event.get("source") or "startup")
+    folder = os.path.join(state_dir, "resume", session_id)
+    live = None
+    if source == "resume":
+        live = live_context(event.get("transcript_path"))
+        if live is None:
+            records = read_log(folder)
+            live = live_from_log(records) if records else None
+    go, why = decide(source, settings.inject_on, settings.inject_on_startup, live)
+    if go and source == "compact" and _handed_back_since_last_event(state_dir, folder, session_id):
+        go, why = False, REPEATED_COMPACT
+    if not go:
+        return "", why, ""
+    if source == "startup":
+        text = _startup_text(state_dir)
+        if not text.strip():
+            return "", why + "; nothing is open in this project", ""
+        return text, why, ""
+    timeout = settings.build_timeout_s if build_timeout_s is None else build_timeout_s
+    text, origin, how = _notes(state_dir, session_id, source, timeout, consume)
+    if not text.strip():
+        return "", f"{why}; nothing could be handed back: {how}", origin
+    return text, f"{why} ({how})", origin
 
 
 def hook_output(text: str, max_chars: int = MAX_CONTEXT_CHARS) -> str:
@@ -154,7 +218,7 @@ def claim_context(
         return ""
 
 
-def lock_folder(folder: str) -> int:
+def lock_folder(folder: str, name: str = LOCK_FILE) -> int:
     """flock a session's resume folder; close the returned fd to release it.
 
     The claim (rename) and the writers (check, then write) hold it, so a writer that built
@@ -163,7 +227,7 @@ def lock_folder(folder: str) -> int:
     import fcntl
 
     flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-    fd = os.open(os.path.join(folder, LOCK_FILE), flags, 0o600)
+    fd = os.open(os.path.join(folder, name), flags, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
     except BaseException:
@@ -248,25 +312,92 @@ def spawn_daemon(state_dir: str, pass_fds: tuple[int, ...] = ()) -> subprocess.P
 # --- private ----------------------------------------------------------------------------
 
 
-def _resume_text(state_dir: str, session_id: str, source: str, settings: HookSettings) -> str:
+def _notes(
+    state_dir: str, session_id: str, source: str, timeout_s: float, consume: bool
+) -> tuple[str, str, str]:
+    """(notes, the session they describe, how they were obtained)."""
     from summarizer.spool_tail import newest_event_ns
 
     resume_dir = os.path.join(state_dir, "resume")
     spool = os.path.join(state_dir, "spool")
     newest = newest_event_ns(spool, session_id)
-    text = claim_context(os.path.join(resume_dir, session_id), newer_than_ns=newest)
-    if text is None and source == "clear" and not newest:
+    text = take_context(os.path.join(resume_dir, session_id), newer_than_ns=newest, consume=consume)
+    if text is not None:
+        return text, session_id, "prebuilt"
+    if source == "clear" and not newest:
         other = _clear_handoff(resume_dir, session_id)
         if other:
-            text = claim_context(
+            text = take_context(
                 os.path.join(resume_dir, other),
                 newer_than_ns=newest_event_ns(spool, other),
                 must_be_session_end=True,
+                consume=consume,
             )
-    if text is None:
-        folder = _build_within(state_dir, session_id, source, settings.build_timeout_s)
-        text = claim_context(folder) if folder else ""
-    return text or ""
+            if text is not None:
+                return text, other, "prebuilt when that session ended"
+    folder = _build_within(state_dir, session_id, source, timeout_s)
+    if not folder:
+        return "", "", f"no recorded history, or the build did not finish within {timeout_s:g} s"
+    text = take_context(folder, consume=consume)
+    return text or "", os.path.basename(folder), "built now"
+
+
+def take_context(
+    folder: str, *, newer_than_ns: int = 0, must_be_session_end: bool = False, consume: bool = True
+) -> str | None:
+    """The prebuilt context of a resume folder, or None if missing or stale (build one).
+
+    Unlike `claim_context`, confidence does not gate it and a context handed back already is
+    handed back again: whether to inject is `summarizer.handback.decide`'s call, not the
+    file's. With `consume`, context.md is renamed to consumed-context.md (under the folder
+    lock) so a writer does not re-arm a context built from the same events.
+    """
+    try:
+        with open(os.path.join(folder, STATE_FILE), "rb") as f:
+            state = loads(f.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict):
+        return None
+    covers = state.get("covers_ns")
+    if newer_than_ns and (not isinstance(covers, int) or covers < newer_than_ns):
+        return None
+    if must_be_session_end and state.get("trigger") != "session_end":
+        return None
+    fresh = os.path.join(folder, CONTEXT_FILE)
+    consumed = os.path.join(folder, CONSUMED_FILE)
+    try:
+        lock = lock_folder(folder)
+    except OSError:
+        return None
+    try:
+        if consume:
+            try:
+                os.rename(fresh, consumed)
+            except OSError:
+                pass  # handed back before: the consumed copy is the same text
+        path = consumed if consume or not os.path.exists(fresh) else fresh
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+        except (OSError, ValueError):
+            return None
+    finally:
+        os.close(lock)
+
+
+def _handed_back_since_last_event(state_dir: str, folder: str, session_id: str) -> bool:
+    """A SessionStart(compact) repeated with no new event (a PreCompact) since the last one."""
+    from summarizer.handback import REPEATED_COMPACT, read_log
+    from summarizer.spool_tail import newest_event_ns
+
+    records = [r for r in read_log(folder) if r.get("reason") != REPEATED_COMPACT]
+    last = records[-1] if records else None
+    if not last or last.get("source") != "compact" or not last.get("injected"):
+        return False
+    stamp = last.get("ts_ns")
+    newest = newest_event_ns(os.path.join(state_dir, "spool"), session_id)
+    return isinstance(stamp, int) and newest <= stamp
 
 
 def _clear_handoff(resume_dir: str, session_id: str) -> str:
@@ -308,11 +439,13 @@ def _build_within(state_dir: str, session_id: str, source: str, timeout_s: float
 
 
 def _startup_text(state_dir: str) -> str:
-    summary = running_summary_text(os.path.join(state_dir, "context", "running-summary.json"))
-    if not summary.strip():
+    # Prebuilt within its token budget by summarizer.startup_memory whenever a session's
+    # resume state is written; empty when nothing is open.
+    try:
+        with open(os.path.join(state_dir, "context", STARTUP_FILE), encoding="utf-8") as f:
+            return _cap(f.read(), STARTUP_MAX_CHARS)
+    except (OSError, ValueError):
         return ""
-    head = "Project memory from earlier sessions, kept by ctxd:\n\n"
-    return head + _cap(summary.strip(), STARTUP_MAX_CHARS - len(head))
 
 
 def _valid_id(value: object) -> bool:

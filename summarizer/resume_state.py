@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,8 @@ from indexer.models import Entry
 from indexer.normalize import EDIT_TOOLS
 from indexer.views import iso_utc
 from summarizer.models import Memory
+from summarizer.plain import clean_line, clean_text, first_error_line, unwrap_summary
+from summarizer.text import STRONG_DECISION_RE
 from summarizer.todos import Todo, open_todos, session_todos
 
 __all__ = [
@@ -37,7 +40,33 @@ MAX_FILES = 10
 MAX_TOOL_CALLS = 10
 _READ_TOOLS = frozenset({"Read", "NotebookRead"})
 # Bookkeeping tools: their calls say nothing about where the work stood.
-_QUIET_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet"})
+_QUIET_TOOLS = frozenset(
+    {
+        "TodoWrite",
+        "TaskCreate",
+        "TaskUpdate",
+        "TaskList",
+        "TaskGet",
+        "ToolSearch",
+        "BashOutput",
+        "TaskOutput",
+        "KillShell",
+        "KillBash",
+    }
+)
+# A call that failed only because another failed or the user stopped it: not a cause.
+_CASCADE = (
+    "sibling tool call errored",
+    "interrupted",
+    "user doesn't want to proceed",
+    "request interrupted",
+    "cancelled",
+)
+# Requests that say nothing about the work ("continue", "let's do it") do not make a title.
+_NOT_A_TITLE = re.compile(
+    r"(?i)^\W*(?:ok(?:ay)?|yes|yep|sure|go(?: on| ahead)?|continue|proceed|do it|let'?s do it"
+    r"|let'?s go|next|thanks?(?: you)?|please|resume|retry|again|/\w+)\W*$"
+)
 _TOOL_EVENTS = ("tool_result", "tool_failure", "agent_complete", "agent_launched", "agent_failed")
 _ANY = msgspec.json.Decoder()
 
@@ -77,6 +106,8 @@ class ResumeState(msgspec.Struct):
     started_at: str = ""
     last_tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
     files_to_load: list[str] = msgspec.field(default_factory=list)
+    edited_files: list[str] = msgspec.field(default_factory=list)  # of files_to_load
+    missing_files: list[str] = msgspec.field(default_factory=list)  # of files_to_load
     current_task: Todo | None = None
     open_todos: list[Todo] = msgspec.field(default_factory=list)
     open_failures: list[FailureNote] = msgspec.field(default_factory=list)
@@ -119,7 +150,7 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
         (session_id,),
     ).fetchone()
     if row:
-        facts.title = str(row[0]) or _shorten(str(row[1]))
+        facts.title = str(row[0]) or _title_from(conn, session_id, str(row[1]))
         facts.first_ns, facts.cwd = int(row[2]), str(row[3])
 
     def entries(where: str, limit: int) -> list[Entry]:
@@ -136,7 +167,7 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
     facts.failures = entries("event IN ('tool_failure','tool_result')", 400)
     prompt = entries("event='prompt'", 1)
     facts.last_prompt = prompt[0].text if prompt else ""
-    summary = entries("event='post_compact'", 1)
+    summary = entries("event IN ('post_compact','compact_summary') AND text<>''", 1)
     facts.compact_summary = summary[0].text if summary else ""
     facts.running_agents = [
         (str(r[0]), str(r[1]), str(r[2]))
@@ -179,18 +210,20 @@ def confidence_of(facts: SessionFacts) -> tuple[str, str]:
     return "low", "index:no_recent_file_activity"
 
 
-def rank_files(
-    file_events: list[Entry], exists: Any = os.path.isfile, limit: int = MAX_FILES
-) -> list[str]:
-    """Edited files (newest first), then read ones; existing on disk, at most `limit`."""
+def rank_files(file_events: list[Entry], limit: int = MAX_FILES) -> tuple[list[str], set[str]]:
+    """(edited files newest first, then read ones, at most `limit`; the edited ones).
+
+    A file keeps its place whether or not it exists on disk now (deleted, renamed, or on
+    another filesystem): the caller marks missing ones instead of dropping them.
+    """
     edited: dict[str, None] = {}
     read: dict[str, None] = {}
     for e in file_events:
         for name in e.files:
             path = name if os.path.isabs(name) or not e.cwd else os.path.join(e.cwd, name)
             (edited if e.tool_name in EDIT_TOOLS else read).setdefault(path, None)
-    ranked = [*edited, *(p for p in read if p not in edited)]
-    return [p for p in ranked if exists(p)][:limit]
+    ranked = [*edited, *(p for p in read if p not in edited)][:limit]
+    return ranked, {p for p in ranked if p in edited}
 
 
 def open_failures_of(facts: SessionFacts, memory: Memory | None) -> list[FailureNote]:
@@ -202,23 +235,34 @@ def open_failures_of(facts: SessionFacts, memory: Memory | None) -> list[Failure
         other = [f for f in memory.failures if not f.resolved and f.session_id != facts.session_id]
         chosen = sorted(mine, key=lambda f: -f.score) + sorted(other, key=lambda f: -f.score)
         notes = [
-            FailureNote(f.description, f.tool, f.count, _clip(f.last_error, 300), f.prevention)
+            FailureNote(
+                clean_line(f.description, 200),
+                f.tool,
+                f.count,
+                _error_gist(f.last_error),
+                clean_line(f.prevention, 200),
+            )
             for f in chosen[:5]
         ]
     known = {n.description for n in notes} | {
         f.command for f in (memory.failures if memory else [])
     }
     # A failure is open until a later successful call with the same command or description.
+    # Cascades (a sibling call cancelled, a user interrupt) are folded into their cause.
     resolved: set[tuple[str, str]] = set()
     own: dict[tuple[str, str], FailureNote] = {}
     for e in facts.failures:  # newest first
         key = (e.tool_name, _command(e) or e.description)
         if e.event == "tool_result":
             resolved.add(key)
+        elif _is_cascade(e.error):
+            continue
         elif key not in resolved and key[1] not in known:
             note = own.get(key)
             if note is None:
-                own[key] = FailureNote(_clip(key[1], 200), e.tool_name, 1, _error_gist(e.error))
+                own[key] = FailureNote(
+                    clean_line(key[1], 200), e.tool_name, 1, _error_gist(e.error)
+                )
             else:
                 note.count += 1
     return (notes + list(own.values()))[:5]
@@ -234,13 +278,23 @@ def build_state(
 ) -> ResumeState:
     """The resume state of a session from its facts (pure apart from `exists`)."""
     level, method = confidence_of(facts)
+    files, edited = rank_files(facts.file_events)
     todos = open_todos(facts.todos)
     current = next((t for t in todos if t.status == "in_progress"), None)
     decisions: list[str] = []
     constraints: list[str] = []
     if memory is not None:
-        ranked = sorted(memory.decisions, key=lambda d: -d.score)
-        decisions = [d.decision for d in ranked[:5]]
+        # Only decisions stated as such ("decided", "going with", `ctxd emit decision`), not
+        # a task description or a request that happens to match a looser pattern.
+        stated = [
+            d
+            for d in memory.decisions
+            if not d.source
+            or "explicit" in d.source.split(",")
+            or STRONG_DECISION_RE.search(d.decision)
+        ]
+        ranked = sorted(stated, key=lambda d: -d.score)
+        decisions = [clean_line(d.decision, 300) for d in ranked[:5]]
         constraints = [c.description for c in memory.constraints if c.active][:10]
     calls = [
         ToolCall(
@@ -266,18 +320,36 @@ def build_state(
         title=facts.title,
         started_at=iso_utc(facts.first_ns) if facts.first_ns else "",
         last_tool_calls=calls,
-        files_to_load=rank_files(facts.file_events, exists),
+        files_to_load=files,
+        edited_files=[p for p in files if p in edited],
+        missing_files=[p for p in files if not exists(p)],
         current_task=current,
         open_todos=todos,
         open_failures=open_failures_of(facts, memory),
         decisions=decisions,
         constraints=constraints,
         agents_in_flight=agents,
-        next_action=_clip(facts.last_prompt.strip(), 2000),
-        compact_summary=facts.compact_summary,
+        next_action=_clip(clean_text(facts.last_prompt).strip(), 2000),
+        compact_summary=clean_text(unwrap_summary(facts.compact_summary)),
         watermark=facts.watermark,
         covers_ns=facts.covers_ns,
     )
+
+
+def _title_from(conn: sqlite3.Connection, session_id: str, first_prompt: str) -> str:
+    """The first request that says what the work is (not "continue" or a slash command)."""
+    prompts = [first_prompt] + [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT text FROM entries WHERE session_id=? AND event='prompt' ORDER BY id LIMIT 20",
+            (session_id,),
+        )
+    ]
+    for prompt in prompts:
+        line = clean_line(prompt.strip().split("\n", 1)[0], 200)
+        if line and not _NOT_A_TITLE.match(line) and len(line.split()) >= 2:
+            return _shorten(line)
+    return ""
 
 
 def _shorten(text: str, limit: int = 80) -> str:
@@ -302,9 +374,15 @@ def _command(e: Entry) -> str:
     return " ".join(command.split()) if isinstance(command, str) else ""
 
 
+def _is_cascade(error: str) -> bool:
+    head = error.strip().lower()[:200]
+    return any(head.startswith(c) or c in head.split("\n", 1)[0] for c in _CASCADE)
+
+
 def _error_gist(error: str) -> str:
-    lines = [ln.strip() for ln in error.splitlines() if ln.strip()]
-    if lines and lines[0].startswith("Exit code"):
-        keep = [ln for ln in lines[1:] if any(w in ln for w in ("Error", "FAILED", "error"))]
-        lines = [lines[0], *(keep or lines[1:2])]
-    return _clip(" / ".join(lines[:3]), 300)
+    """`exit N: <first meaningful error line>`, one line."""
+    first = error.strip().split("\n", 1)[0]
+    code = first[len("Exit code ") :].strip() if first.startswith("Exit code ") else ""
+    line = first_error_line(error)
+    gist = f"exit {code}: {line}" if code and line else f"exit {code}" if code else line
+    return clean_line(gist, 240)

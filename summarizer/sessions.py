@@ -174,8 +174,9 @@ def resume_package(
     ).fetchall()
     return {
         "session": info.to_dict(),
-        "summary": state.compact_summary
-        or resume.running_summary_text(str(paths.context / "running-summary.json")),
+        # This session's own compaction summary only: the project's running summary may be
+        # about another session.
+        "summary": state.compact_summary,
         "current_task": msgspec.to_builtins(state.current_task),
         "open_todos": msgspec.to_builtins(open_todos(facts.todos)),
         "open_failures": msgspec.to_builtins(state.open_failures),

@@ -14,6 +14,9 @@ __all__ = ["IGNORED_EVENTS", "TAIL_BYTES", "newest_event_ns"]
 TAIL_BYTES = 1 << 20  # read at most this much of the spool's end
 # Lines that do not change what a resume state says (or that SessionStart itself writes).
 IGNORED_EVENTS = (b"SessionStart", b"PostCompact", b"Notification")
+# The compaction's own SubagentStop (indexer.normalize.is_internal_stop) only repeats what
+# the state already holds; Claude Code writes compact JSON, so the empty type reads like this.
+_INTERNAL_STOP = b'"agent_type":""'
 _HEAD = b'{"ctxd":1,"ts_ns":'
 _EVENT_KEY = b'"hook_event_name"'
 
@@ -57,7 +60,8 @@ def _newest_in(data: bytes, needle: bytes) -> int:
     for line in data.split(b"\n"):
         if needle not in line or not line.startswith(_HEAD):
             continue
-        if _event_name(line) in IGNORED_EVENTS:
+        name = _event_name(line)
+        if name in IGNORED_EVENTS or (name == b"SubagentStop" and _INTERNAL_STOP in line):
             continue
         end = line.find(b",", len(_HEAD))
         try:

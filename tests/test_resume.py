@@ -72,7 +72,7 @@ def test_confidence(calls: list[Entry], agents: list[Any], expected: str) -> Non
     assert level == expected and method.startswith("index:")
 
 
-def test_rank_files_edited_first_existing_at_most_ten(tmp_path: Path) -> None:
+def test_rank_files_edited_first_missing_kept_at_most_ten(tmp_path: Path) -> None:
     names = [f"f{i}.py" for i in range(14)]
     for name in names:
         (tmp_path / name).write_text("")
@@ -81,10 +81,12 @@ def test_rank_files_edited_first_existing_at_most_ten(tmp_path: Path) -> None:
     events += [call("Read", str(tmp_path / "gone.py")), call("Read", "rel/f13.py")]
     events += [call("Read", str(tmp_path / n)) for n in names[4:13]]
     events.append(call("Edit", str(tmp_path / "f0.py")))  # edited long ago: still "edited"
-    ranked = rank_files(events)
+    ranked, edited = rank_files(events)
     assert ranked[:4] == [str(tmp_path / n) for n in ("f1.py", "f2.py", "f3.py", "f0.py")]
-    assert len(ranked) == 10 and str(tmp_path / "gone.py") not in ranked
-    assert rank_files([call("Read", "a.py")], exists=lambda p: True) == ["/p/a.py"]
+    assert edited == set(ranked[:4])
+    # A file missing on disk keeps its place (the notes mark it instead of dropping it).
+    assert len(ranked) == 10 and ranked[4] == str(tmp_path / "gone.py")
+    assert rank_files([call("Read", "a.py")]) == (["/p/a.py"], set())
 
 
 def _state(**kw: Any) -> ResumeState:

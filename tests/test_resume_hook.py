@@ -29,6 +29,7 @@ from summarizer import fastjson, resume_hook
 from summarizer.commands_sessions import default_config_text
 from summarizer.hook_config import WANTED, _fast, parse_settings
 from summarizer.spool_tail import newest_event_ns
+from summarizer.tokens import get_counter
 
 MAX_CHARS = 10000
 
@@ -50,7 +51,9 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-BUILD_CONFIG = "[resume]\nbuild_timeout_s = 30.0\n"
+# No detached builder on PreCompact: these tests exercise the hook's own build path and must
+# not race a builder (tests/test_handback.py covers the prebuilt path).
+BUILD_CONFIG = "[resume]\nbuild_timeout_s = 30.0\nprebuild = false\n"
 
 
 def _play(project: Path) -> None:
@@ -124,22 +127,30 @@ def test_compact_without_daemon_builds_state_itself(project: Path) -> None:
     assert _session_start(project, "resume").stdout == b""
 
 
-def test_startup_prints_nothing_by_default(project: Path) -> None:
+def test_startup_prints_nothing_when_nothing_is_known(project: Path) -> None:
     _play(project)
     done = _session_start(project, "startup")
     assert done.returncode == 0 and done.stdout == b""
 
 
-def test_startup_injects_running_summary_when_enabled(project: Path) -> None:
+def test_startup_hands_back_open_tasks_not_the_running_summary(project: Path) -> None:
+    """On by default: the open tasks the last session left; never the project's running
+    summary, which may describe other sessions."""
+    _play(project)
     state_dir = project / ".ctxd"
-    (state_dir / "config.toml").write_text("[resume]\ninject_on_startup = true\n")
     (state_dir / "context").mkdir(mode=0o700)
     (state_dir / "context" / "running-summary.json").write_text(
         json.dumps({"summary": "Earlier: CSV export shipped; streaming via csv module."})
     )
-    done = _session_start(project, "startup")
+    _assert_resume_output(_session_start(project).stdout, project)  # builds the state
+    done = run_hook(
+        encode(session_start(project, "startup") | {"session_id": "5e55b0b0-0000-4000-8000-0"}),
+        project_env(project),
+        cwd=project,
+    )
     text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "CSV export shipped" in text
+    assert IN_PROGRESS_TASK in text and "CSV export shipped" not in text
+    assert get_counter().count(text) <= 400
 
 
 def test_source_not_configured_prints_nothing(project: Path) -> None:
@@ -173,23 +184,24 @@ def test_bad_payloads_print_nothing(tmp_path: Path) -> None:
 def test_corrupt_state_is_rebuilt(project: Path) -> None:
     _play(project)
     folder = project / ".ctxd" / "resume" / SID
-    folder.mkdir(parents=True, mode=0o700)
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
     (folder / "precompact_state.json").write_text("{not json")
     _assert_resume_output(_session_start(project).stdout, project)
 
 
-def test_low_confidence_state_is_not_injected(project: Path) -> None:
+def test_low_confidence_state_is_still_handed_back_after_compaction(project: Path) -> None:
+    """Never silent: after a compaction the notes go back whatever the confidence."""
     folder = project / ".ctxd" / "resume" / SID
-    folder.mkdir(parents=True, mode=0o700)
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
     (folder / "precompact_state.json").write_text(json.dumps({"confidence": "low"}))
     (folder / "context.md").write_text("something")
-    assert _session_start(project).stdout == b""
-    assert (folder / "context.md").exists()
+    out = json.loads(_session_start(project).stdout)
+    assert out["hookSpecificOutput"]["additionalContext"] == "something"
 
 
 def test_concurrent_session_starts_inject_exactly_once(project: Path) -> None:
     folder = project / ".ctxd" / "resume" / SID
-    folder.mkdir(parents=True, mode=0o700)
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
     (folder / "precompact_state.json").write_text(json.dumps({"confidence": "medium"}))
     (folder / "context.md").write_text("Task in progress: a thing.")
     payload = encode(session_start(project, "compact"))
@@ -252,7 +264,7 @@ def test_hook_stays_fast_for_non_session_start(project: Path) -> None:
 
 def test_fast_path_imports_only_the_standard_library(project: Path) -> None:
     folder = project / ".ctxd" / "resume" / SID
-    folder.mkdir(parents=True, mode=0o700)
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
     (folder / "precompact_state.json").write_text(json.dumps({"confidence": "high"}))
     (folder / "context.md").write_text("Task in progress: a thing.")
     (project / ".ctxd" / "config.toml").write_bytes(default_config_text())
@@ -305,8 +317,9 @@ def test_hook_config_reads_the_shipped_defaults_without_tomllib() -> None:
         "resume": {
             "max_chars": 10000,
             "inject_on": ["compact", "resume", "clear"],
-            "inject_on_startup": False,
+            "inject_on_startup": True,
             "build_timeout_s": 3.0,
+            "prebuild": True,
         },
         "daemon": {"autostart": False},
     }
@@ -346,7 +359,7 @@ def test_stale_prebuilt_context_is_rebuilt(project: Path) -> None:
     """A state refreshed mid-session must not be injected after a newer PreCompact."""
     _play(project)
     folder = project / ".ctxd" / "resume" / SID
-    folder.mkdir(parents=True, mode=0o700)
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
     old = {"confidence": "high", "covers_ns": 1, "trigger": "compaction"}
     (folder / "precompact_state.json").write_text(json.dumps(old))
     (folder / "context.md").write_text("OLD CONTEXT")
