@@ -144,10 +144,8 @@ def seconds_to_next_hour() -> float:
 
 
 def avoid_hour_boundary(margin_s: float = 30.0) -> None:
-    """Sleep past the next UTC hour if it is closer than `margin_s` (segment names change)."""
-    left = seconds_to_next_hour()
-    if left < margin_s:
-        time.sleep(left + 0.5)
+    """Wait past the next UTC hour if it is closer than `margin_s` (segment names change)."""
+    poll(lambda: seconds_to_next_hour() >= margin_s, timeout=margin_s + 10, interval=0.1)
 
 
 def index_db(state_dir: Path) -> sqlite3.Connection:

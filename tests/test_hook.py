@@ -313,7 +313,8 @@ def test_segment_path_is_a_directory(state_dir: Path) -> None:
     (segment / "inside").rmdir()
     segment.rmdir()
     data = payload(tool_name="Bash", tool_use_id="toolu_after_dir")
-    assert_silent_success(*timed_hook(data, hook_env(state_dir)))
+    proc, elapsed = timed_hook(data, hook_env(state_dir))
+    assert_silent_success(proc, elapsed)
     assert [parse_envelope(x)["event"]["tool_use_id"] for x in spool_lines(state_dir)] == [
         "toolu_after_dir"
     ]
