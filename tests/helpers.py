@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
+# The real-payload corpus (not redistributable, so not committed): ../shared/corpus next to the
+# checkout, or $CTXD_TEST_CORPUS. Locally its tests skip without it; under CI=true the run fails.
+CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus")
 HOOK = REPO / "indexer" / "hook.py"
 # The command Claude Code runs (see summarizer.install): isolated mode, no site-packages.
 HOOK_CMD = (sys.executable, "-I", "-S", str(HOOK))
