@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from summarizer.budget import Section, pack_items, pack_sections, render_sections
+from summarizer.budget import Section, pack_items, pack_sections, render_sections, utf16_len
 from summarizer.tokens import get_counter
 
 
@@ -95,3 +95,28 @@ def test_pack_sections_unused_budget_fills_the_flow_section_exactly() -> None:
     assert render == "F\n" + "a" * 10 + "\nS\n" + "\n".join(summary_items)
     alone = pack_sections([summary], 1000, utf8_tokens, flow_to="summary")
     assert alone == {"summary": summary_items[:2]}  # no unused budget: 31 > 21
+
+
+def test_utf16_len_is_an_exact_integer() -> None:
+    assert [utf16_len(t) for t in ("", "abc", "é", "😀", "a😀b", "\ud800")] == [0, 3, 1, 2, 4, 1]
+    assert all(type(utf16_len(t)) is int for t in ("", "a😀"))
+
+
+def test_later_sections_get_the_characters_earlier_ones_left() -> None:
+    """The second section's room is what the first one's block and the join leave: an item
+    too long for it is skipped and a shorter later one kept (not cut away afterwards)."""
+    first = Section("a", "A", ["x" * 10], budget_tokens=100)  # "A\nxxxxxxxxxx": 12
+    second = Section("b", "B", ["y" * 10, "zz"], budget_tokens=100)
+    packed = pack_sections([first, second], 100, utf8_tokens, max_chars=20)
+    # room for b: 20 - 12 - 1 = 7 characters: "B\nyyyyyyyyyy" (12) does not fit, "B\nzz" does
+    assert packed == {"a": ["x" * 10], "b": ["zz"]}
+    assert render_sections(packed, [first, second]) == "A\n" + "x" * 10 + "\nB\nzz"
+
+
+def test_an_empty_section_leaves_its_whole_budget_to_the_flow_section() -> None:
+    """A section with nothing to show uses no tokens, not even its header's."""
+    empty = Section("facts", "FACTS-HEADER", [], budget_tokens=20)
+    items = ["s" * 9, "t" * 9, "u" * 9]
+    summary = Section("summary", "S", items, budget_tokens=11)  # 11 + 20 = 31 = "S\ns…\nt…\nu…"
+    packed = pack_sections([empty, summary], 1000, utf8_tokens, flow_to="summary")
+    assert packed == {"facts": [], "summary": items}
