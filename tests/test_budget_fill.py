@@ -120,3 +120,39 @@ def test_an_empty_section_leaves_its_whole_budget_to_the_flow_section() -> None:
     summary = Section("summary", "S", items, budget_tokens=11)  # 11 + 20 = 31 = "S\ns…\nt…\nu…"
     packed = pack_sections([empty, summary], 1000, utf8_tokens, flow_to="summary")
     assert packed == {"facts": [], "summary": items}
+
+
+def cut_bytes(text: str, tokens: int) -> str:
+    """truncate() for utf8_tokens on ASCII text: the first `tokens` bytes, no marker."""
+    return text[: max(0, tokens)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=st.lists(st.text(alphabet="abcxyz ", max_size=40), max_size=12),
+    max_tokens=st.integers(1, 200),
+    max_chars=st.none() | st.integers(1, 200),
+    sep=st.sampled_from(["\n", " | "]),
+)
+def test_pack_items_cuts_the_first_item_that_does_not_fit_into_the_room_left(
+    items: list[str], max_tokens: int, max_chars: int | None, sep: str
+) -> None:
+    """Whole items while they fit; the first that does not is cut into the room left (all of
+    it but at most one token of join slack), if 8 tokens or more are left; then nothing."""
+    kept = pack_items(
+        items, max_tokens, utf8_tokens, separator=sep, max_chars=max_chars, truncate=cut_bytes
+    )
+    limit = max_tokens if max_chars is None else min(max_tokens, max_chars)  # 1 byte = 1 char
+    whole: list[str] = []
+    for item in items:
+        if len(sep.join([*whole, item])) > limit:
+            room = limit - len(sep.join(whole)) - (len(sep) if whole else 0)
+            if kept == whole:  # not cut: the room was too small for a useful piece
+                assert room - 1 < 8
+            else:
+                assert kept[:-1] == whole
+                assert item.startswith(kept[-1])
+                assert room - 1 <= len(kept[-1]) <= room
+            return
+        whole.append(item)
+    assert kept == whole  # everything fitted
