@@ -156,3 +156,81 @@ def test_pack_items_cuts_the_first_item_that_does_not_fit_into_the_room_left(
             return
         whole.append(item)
     assert kept == whole  # everything fitted
+
+
+def expected_sections(
+    sections: list[Section], total: int, sep: str, max_chars: int | None, flow_to: str | None
+) -> dict[str, list[str]]:
+    """pack_sections as documented, for an additive counter, written out plainly: sections in
+    order (the flow section last, with the budget the others left unused); each keeps, in rank
+    order, every item with which its block (header and items) stays within its own budget (the
+    first `min_items` within what the total leaves) and within the characters left; a join
+    between blocks costs the separator plus one token of slack."""
+    out: dict[str, list[str]] = {s.name: [] for s in sections}
+    if total <= 0 or (max_chars is not None and max_chars <= 0):
+        return out
+    tokens_left, chars_left, unused, placed = total, max_chars, 0, 0
+    order = [s for s in sections if s.name != flow_to] + [s for s in sections if s.name == flow_to]
+    for s in order:
+        join_t, join_c = (len(sep) + 1, len(sep)) if placed else (0, 0)
+        cap = tokens_left - join_t
+        cap_chars = None if chars_left is None else chars_left - join_c
+        own = s.budget_tokens + (unused if s.name == flow_to else 0)
+        head = [s.header] if s.header else []
+        kept: list[str] = []
+        if cap > 0 and (cap_chars is None or cap_chars > 0):
+            for i, item in enumerate(s.items):
+                block = sep.join([*head, *kept, item])
+                limit = cap if i < s.min_items else min(own, cap)
+                if len(block) <= limit and (cap_chars is None or len(block) <= cap_chars):
+                    kept.append(item)
+        used = len(sep.join([*head, *kept])) if kept else 0
+        if kept:
+            placed += 1
+            tokens_left -= used + join_t
+            if chars_left is not None:
+                chars_left -= used + join_c
+        if s.name != flow_to:
+            unused += max(0, s.budget_tokens - used)
+        out[s.name] = kept
+    return out
+
+
+SECTION = st.builds(
+    lambda items, budget, min_items, header: (items, budget, min_items, header),
+    st.lists(st.text(alphabet="abxyz ", max_size=20), max_size=8),
+    st.integers(0, 80),
+    st.integers(0, 2),
+    st.sampled_from(["", "## H"]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    specs=st.lists(SECTION, min_size=1, max_size=3),
+    total=st.integers(0, 200),
+    max_chars=st.none() | st.integers(0, 200),
+    sep=st.sampled_from(["\n", " | "]),
+    flow=st.none() | st.integers(0, 2),
+)
+def test_pack_sections_keeps_everything_that_fits(
+    specs: list[tuple[list[str], int, int, str]],
+    total: int,
+    max_chars: int | None,
+    sep: str,
+    flow: int | None,
+) -> None:
+    sections = [Section(f"s{i}", h, items, b, m) for i, (items, b, m, h) in enumerate(specs)]
+    flow_to = f"s{flow}" if flow is not None and flow < len(sections) else None
+    packed = pack_sections(
+        sections, total, utf8_tokens, separator=sep, max_chars=max_chars, flow_to=flow_to
+    )
+    assert packed == expected_sections(sections, total, sep, max_chars, flow_to)
+
+
+def test_a_section_that_uses_its_whole_budget_leaves_nothing_to_flow() -> None:
+    facts = Section("facts", "F", ["a" * 10], budget_tokens=12)  # "F\naaaaaaaaaa": all 12
+    items = ["s" * 9, "t" * 9, "u" * 9]
+    summary = Section("summary", "S", items, budget_tokens=30)  # all three need 31
+    packed = pack_sections([facts, summary], 1000, utf8_tokens, flow_to="summary")
+    assert packed == {"facts": ["a" * 10], "summary": items[:2]}
