@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,6 +10,17 @@ import pytest
 
 # `from helpers import ...` works however pytest was started (rootdir, -p, python -m pytest).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from helpers import CORPUS
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under CI the real-payload corpus is required: its tests must not skip unnoticed."""
+    if os.environ.get("CI", "").lower() in ("true", "1") and not (CORPUS / "hooks").is_dir():
+        raise pytest.UsageError(
+            f"CI=true but the real-payload corpus is missing at {CORPUS}/hooks: put it next to "
+            "the checkout (../shared/corpus) or set CTXD_TEST_CORPUS"
+        )
 
 
 @pytest.fixture

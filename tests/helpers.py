@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
+# The real-payload corpus (not redistributable, so not committed): ../shared/corpus next to the
+# checkout, or $CTXD_TEST_CORPUS. Locally its tests skip without it; under CI=true the run fails.
+CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus")
 HOOK = REPO / "indexer" / "hook.py"
 # The command Claude Code runs (see summarizer.install): isolated mode, no site-packages.
 HOOK_CMD = (sys.executable, "-I", "-S", str(HOOK))
@@ -144,10 +147,8 @@ def seconds_to_next_hour() -> float:
 
 
 def avoid_hour_boundary(margin_s: float = 30.0) -> None:
-    """Sleep past the next UTC hour if it is closer than `margin_s` (segment names change)."""
-    left = seconds_to_next_hour()
-    if left < margin_s:
-        time.sleep(left + 0.5)
+    """Wait past the next UTC hour if it is closer than `margin_s` (segment names change)."""
+    poll(lambda: seconds_to_next_hour() >= margin_s, timeout=margin_s + 10, interval=0.1)
 
 
 def index_db(state_dir: Path) -> sqlite3.Connection:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from summarizer.budget import Section, pack_items, pack_sections, render_sections
+from summarizer.budget import Section, pack_items, pack_sections, render_sections, utf16_len
 from summarizer.tokens import get_counter
 
 
@@ -95,3 +95,142 @@ def test_pack_sections_unused_budget_fills_the_flow_section_exactly() -> None:
     assert render == "F\n" + "a" * 10 + "\nS\n" + "\n".join(summary_items)
     alone = pack_sections([summary], 1000, utf8_tokens, flow_to="summary")
     assert alone == {"summary": summary_items[:2]}  # no unused budget: 31 > 21
+
+
+def test_utf16_len_is_an_exact_integer() -> None:
+    assert [utf16_len(t) for t in ("", "abc", "é", "😀", "a😀b", "\ud800")] == [0, 3, 1, 2, 4, 1]
+    assert all(type(utf16_len(t)) is int for t in ("", "a😀"))
+
+
+def test_later_sections_get_the_characters_earlier_ones_left() -> None:
+    """The second section's room is what the first one's block and the join leave: an item
+    too long for it is skipped and a shorter later one kept (not cut away afterwards)."""
+    first = Section("a", "A", ["x" * 10], budget_tokens=100)  # "A\nxxxxxxxxxx": 12
+    second = Section("b", "B", ["y" * 10, "zz"], budget_tokens=100)
+    packed = pack_sections([first, second], 100, utf8_tokens, max_chars=20)
+    # room for b: 20 - 12 - 1 = 7 characters: "B\nyyyyyyyyyy" (12) does not fit, "B\nzz" does
+    assert packed == {"a": ["x" * 10], "b": ["zz"]}
+    assert render_sections(packed, [first, second]) == "A\n" + "x" * 10 + "\nB\nzz"
+
+
+def test_an_empty_section_leaves_its_whole_budget_to_the_flow_section() -> None:
+    """A section with nothing to show uses no tokens, not even its header's."""
+    empty = Section("facts", "FACTS-HEADER", [], budget_tokens=20)
+    items = ["s" * 9, "t" * 9, "u" * 9]
+    summary = Section("summary", "S", items, budget_tokens=11)  # 11 + 20 = 31 = "S\ns…\nt…\nu…"
+    packed = pack_sections([empty, summary], 1000, utf8_tokens, flow_to="summary")
+    assert packed == {"facts": [], "summary": items}
+
+
+def cut_bytes(text: str, tokens: int) -> str:
+    """truncate() for utf8_tokens on ASCII text: the first `tokens` bytes, no marker."""
+    return text[: max(0, tokens)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=st.lists(st.text(alphabet="abcxyz ", max_size=40), max_size=12),
+    max_tokens=st.integers(1, 200),
+    max_chars=st.none() | st.integers(1, 200),
+    sep=st.sampled_from(["\n", " | "]),
+)
+def test_pack_items_cuts_the_first_item_that_does_not_fit_into_the_room_left(
+    items: list[str], max_tokens: int, max_chars: int | None, sep: str
+) -> None:
+    """Whole items while they fit; the first that does not is cut into the room left (all of
+    it but at most one token of join slack), if 8 tokens or more are left; then nothing."""
+    kept = pack_items(
+        items, max_tokens, utf8_tokens, separator=sep, max_chars=max_chars, truncate=cut_bytes
+    )
+    limit = max_tokens if max_chars is None else min(max_tokens, max_chars)  # 1 byte = 1 char
+    whole: list[str] = []
+    for item in items:
+        if len(sep.join([*whole, item])) > limit:
+            room = limit - len(sep.join(whole)) - (len(sep) if whole else 0)
+            if kept == whole:  # not cut: the room was too small for a useful piece
+                assert room - 1 < 8
+            else:
+                assert kept[:-1] == whole
+                assert item.startswith(kept[-1])
+                assert room - 1 <= len(kept[-1]) <= room
+            return
+        whole.append(item)
+    assert kept == whole  # everything fitted
+
+
+def expected_sections(
+    sections: list[Section], total: int, sep: str, max_chars: int | None, flow_to: str | None
+) -> dict[str, list[str]]:
+    """pack_sections as documented, for an additive counter, written out plainly: sections in
+    order (the flow section last, with the budget the others left unused); each keeps, in rank
+    order, every item with which its block (header and items) stays within its own budget (the
+    first `min_items` within what the total leaves) and within the characters left; a join
+    between blocks costs the separator plus one token of slack."""
+    out: dict[str, list[str]] = {s.name: [] for s in sections}
+    if total <= 0 or (max_chars is not None and max_chars <= 0):
+        return out
+    tokens_left, chars_left, unused, placed = total, max_chars, 0, 0
+    order = [s for s in sections if s.name != flow_to] + [s for s in sections if s.name == flow_to]
+    for s in order:
+        join_t, join_c = (len(sep) + 1, len(sep)) if placed else (0, 0)
+        cap = tokens_left - join_t
+        cap_chars = None if chars_left is None else chars_left - join_c
+        own = s.budget_tokens + (unused if s.name == flow_to else 0)
+        head = [s.header] if s.header else []
+        kept: list[str] = []
+        if cap > 0 and (cap_chars is None or cap_chars > 0):
+            for i, item in enumerate(s.items):
+                block = sep.join([*head, *kept, item])
+                limit = cap if i < s.min_items else min(own, cap)
+                if len(block) <= limit and (cap_chars is None or len(block) <= cap_chars):
+                    kept.append(item)
+        used = len(sep.join([*head, *kept])) if kept else 0
+        if kept:
+            placed += 1
+            tokens_left -= used + join_t
+            if chars_left is not None:
+                chars_left -= used + join_c
+        if s.name != flow_to:
+            unused += max(0, s.budget_tokens - used)
+        out[s.name] = kept
+    return out
+
+
+SECTION = st.builds(
+    lambda items, budget, min_items, header: (items, budget, min_items, header),
+    st.lists(st.text(alphabet="abxyz ", max_size=20), max_size=8),
+    st.integers(0, 80),
+    st.integers(0, 2),
+    st.sampled_from(["", "## H"]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    specs=st.lists(SECTION, min_size=1, max_size=3),
+    total=st.integers(0, 200),
+    max_chars=st.none() | st.integers(0, 200),
+    sep=st.sampled_from(["\n", " | "]),
+    flow=st.none() | st.integers(0, 2),
+)
+def test_pack_sections_keeps_everything_that_fits(
+    specs: list[tuple[list[str], int, int, str]],
+    total: int,
+    max_chars: int | None,
+    sep: str,
+    flow: int | None,
+) -> None:
+    sections = [Section(f"s{i}", h, items, b, m) for i, (items, b, m, h) in enumerate(specs)]
+    flow_to = f"s{flow}" if flow is not None and flow < len(sections) else None
+    packed = pack_sections(
+        sections, total, utf8_tokens, separator=sep, max_chars=max_chars, flow_to=flow_to
+    )
+    assert packed == expected_sections(sections, total, sep, max_chars, flow_to)
+
+
+def test_a_section_that_uses_its_whole_budget_leaves_nothing_to_flow() -> None:
+    facts = Section("facts", "F", ["a" * 10], budget_tokens=12)  # "F\naaaaaaaaaa": all 12
+    items = ["s" * 9, "t" * 9, "u" * 9]
+    summary = Section("summary", "S", items, budget_tokens=30)  # all three need 31
+    packed = pack_sections([facts, summary], 1000, utf8_tokens, flow_to="summary")
+    assert packed == {"facts": ["a" * 10], "summary": items[:2]}

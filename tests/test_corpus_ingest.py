@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import hook_env, parse_envelope, query, run_cli, run_hook, spool_lines
+from helpers import CORPUS, hook_env, parse_envelope, query, run_cli, run_hook, spool_lines
 
 from indexer import hook
 from indexer.redact import may_contain_secret, redact_bytes, redact_text
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 HOOKS = CORPUS / "hooks"
 pytestmark = pytest.mark.skipif(
     not HOOKS.is_dir(),

@@ -38,7 +38,7 @@ from helpers import (
     spool_lines,
 )
 
-from indexer.hook import build_line, failure_count, segment_name, state_dir
+from indexer.hook import failure_count, segment_name, state_dir
 
 # How fast the hook is, is measured in bench/bench_hook.py; here a hang fails by run_hook's
 # timeout and the duration only appears in failure messages.
@@ -83,9 +83,12 @@ def only_segment(state: Path) -> Path:
 
 
 def expected_line(data: bytes, line: bytes) -> bytes:
-    """The exact line the hook should have written for `data`, given the line it wrote."""
+    """The exact line the hook should have written for `data`, given the line it wrote: the
+    envelope's head, the payload with its raw line breaks as spaces, "}" and b"\n" (written
+    out here, not with the hook's build_line)."""
     env = json.loads(line[: line.index(b',"event":')] + b"}")
-    return build_line(data, env["ts_ns"], env["pid"])
+    body = data.strip().replace(b"\r", b" ").replace(b"\n", b" ")
+    return b'{"ctxd":1,"ts_ns":%d,"pid":%d,"event":%s}\n' % (env["ts_ns"], env["pid"], body)
 
 
 # --- the normal path ---------------------------------------------------------------------
@@ -135,7 +138,7 @@ def test_event_appends_one_envelope_line_and_prints_nothing(state_dir: Path, fie
     env = parse_envelope(content[:-1])
     assert env["event"] == json.loads(data)
     assert seg.name == segment_name(env["ts_ns"])
-    assert content == build_line(data, env["ts_ns"], env["pid"])
+    assert content == expected_line(data, content)
 
 
 def test_envelope_format_pid_ts_and_newlines(state_dir: Path) -> None:
@@ -316,7 +319,8 @@ def test_segment_path_is_a_directory(state_dir: Path) -> None:
     (segment / "inside").rmdir()
     segment.rmdir()
     data = payload(tool_name="Bash", tool_use_id="toolu_after_dir")
-    assert_silent_success(*timed_hook(data, hook_env(state_dir)))
+    proc, elapsed = timed_hook(data, hook_env(state_dir))
+    assert_silent_success(proc, elapsed)
     assert [parse_envelope(x)["event"]["tool_use_id"] for x in spool_lines(state_dir)] == [
         "toolu_after_dir"
     ]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_helpers import (
@@ -30,8 +31,6 @@ from indexer.writer import catch_up
 from summarizer import memory
 from summarizer.demo_session import DEMO_SESSION_ID
 from summarizer.memory import compact, load_memory
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
 def _open(paths: StatePaths) -> sqlite3.Connection:

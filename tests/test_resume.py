@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from helpers import CORPUS as _CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from resume_story import IN_PROGRESS_TASK, SID, make_project, story
@@ -35,7 +36,7 @@ from summarizer.session_jobs import sync_sessions
 from summarizer.todos import Todo
 from summarizer.tokens import get_counter
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "hooks"
+CORPUS = _CORPUS / "hooks"
 ALARMS = ("MUST", "CRITICAL", "MANDATORY", "IMPORTANT", "NEVER", "!!!", "🚨", "⚠")
 
 

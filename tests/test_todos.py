@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from helpers import CORPUS as _CORPUS
 from resume_story import SID, make_project, task_events
 
 from indexer import hook, store
@@ -18,7 +19,7 @@ from indexer.writer import catch_up
 from summarizer.session_jobs import catch_up_sessions
 from summarizer.todos import Todo, fold_todos, open_todos, read_todos_file, session_todos
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "hooks"
+CORPUS = _CORPUS / "hooks"
 _DECODE = msgspec.json.Decoder(HookPayload)
 
 

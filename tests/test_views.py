@@ -10,6 +10,7 @@ import itertools
 import json
 import re
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -93,19 +94,60 @@ def in_agent(cc: str, agent_type: str, tool_use_id: str, path: str) -> dict[str,
     )
 
 
+# The view line's fields in order (HookData's, then ctxd's); empty ones are left out.
+VIEW_FIELDS = (
+    "event", "agent_type", "agent_id", "description", "session_id", "timestamp", "seq",
+    "instruction", "output_summary", "tool_name", "tool_use_id", "hook_event", "files", "error",
+)  # fmt: skip
+ENTRY_SQL = (
+    "SELECT id, ts_ns, session_id, hook_event, event, agent_id, agent_type, tool_name,"
+    " tool_use_id, description, instruction, output_summary, error, files FROM entries ORDER BY id"
+)
+
+
 def render(paths: StatePaths) -> dict[Path, bytes]:
-    """Every view as the index says it must be: entries in id order, per view file."""
+    """Every view as the index says it must be, written out here from the entries table alone
+    (not with indexer.views): one line per entry in id order, in the agent's file, and in the
+    two instruction views for agent_start/complete/launched/failed."""
     conn = sqlite3.connect(f"file:{paths.index_db}?mode=ro", uri=True)
     try:
-        out: dict[Path, bytes] = {}
-        for se in store.entries_after(conn, 0, 1 << 30):
-            for path in views.view_files(paths, se.entry):
-                out[path] = (
-                    out.get(path, b"") + _encoder.encode(views.view_line(se.id, se.entry)) + b"\n"
-                )
-        return out
+        rows = conn.execute(ENTRY_SQL).fetchall()
     finally:
         conn.close()
+    out: dict[Path, bytes] = {}
+    for row in rows:
+        (seq, ts_ns, session, hook_event, event, agent_id, agent_type, *rest) = row
+        tool_name, tool_use_id, description, instruction, output, error, files = rest
+        when = datetime.fromtimestamp(ts_ns // 10**9, UTC)
+        values = {
+            "event": event,
+            "agent_type": agent_type,
+            "agent_id": agent_id,
+            "description": description,
+            "session_id": session,
+            "timestamp": f"{when:%Y-%m-%dT%H:%M:%S}.{ts_ns % 10**9 // 10**6:03d}Z",
+            "seq": seq,
+            "instruction": instruction if event == "agent_start" else "",
+            "output_summary": output,
+            "tool_name": tool_name,
+            "tool_use_id": tool_use_id,
+            "hook_event": hook_event,
+            "files": json.loads(files) if files else [],
+            "error": error,
+        }
+        required = VIEW_FIELDS[:7]
+        line = {k: values[k] for k in VIEW_FIELDS if k in required or values[k]}
+        data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        session_dir = paths.root / "sessions" / session
+        targets = [session_dir / f"{agent_id}.jsonl"]
+        if event in ("agent_start", "agent_complete", "agent_launched", "agent_failed"):
+            targets += [
+                session_dir / "agent-instructions.jsonl",
+                paths.root / "sessions" / "all-agent-instructions.jsonl",
+            ]
+        for path in targets:
+            out[path] = out.get(path, b"") + data
+    return out
 
 
 def on_disk(paths: StatePaths) -> dict[Path, bytes]:
