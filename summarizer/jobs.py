@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from indexer import store
 from indexer.config import Config
 from indexer.paths import StatePaths
+from indexer.release import LARGE_PASS_LINES, release_memory
 
 if TYPE_CHECKING:
     from indexer.ingest import IngestStats
@@ -213,7 +214,7 @@ class CompactionJobs:
 
         if self._conn is None:
             self._conn = store.connect(self.daemon.paths.index_db)
-        compact_and_publish(
+        result = compact_and_publish(
             self._conn,
             self.daemon.paths,
             self.config,
@@ -222,6 +223,8 @@ class CompactionJobs:
             should_stop=self.daemon.stopping.is_set,
         )
         self.runs += 1
+        if result.stats.entries >= LARGE_PASS_LINES:
+            release_memory(self._conn)  # the compaction's page cache is not needed until the next
 
     def _on_event(self, event: Any) -> None:
         from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED
