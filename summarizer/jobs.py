@@ -39,6 +39,7 @@ JOB_ID = "compact"
 COMPLETION_EVENTS = ("agent_complete", "agent_failed", "subagent_stop", "feature_complete")
 IMMEDIATE_EVENTS = ("pre_compact", "session_end")
 REQUEST_POLL_S = 0.1
+COMPACTION_CACHE_KIB = 4096
 _COUNTED_MAX = 4096  # completions remembered to count an agent once (SubagentStop + PostToolUse)
 
 
@@ -216,6 +217,9 @@ class CompactionJobs:
 
         if self._conn is None:
             self._conn = store.connect(self.daemon.paths.index_db)
+            # Compaction reads entries in id order: a small page cache serves it as well, and
+            # the daemon's memory stays bounded while ingest keeps its own larger cache.
+            self._conn.execute(f"PRAGMA cache_size=-{COMPACTION_CACHE_KIB}")
         if trigger == "interval" and published_watermark(self._conn) >= store.max_entry_id(
             self._conn
         ):
