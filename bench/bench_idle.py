@@ -107,11 +107,11 @@ def index_state(paths: StatePaths) -> tuple[int, int]:
 
 def settled(paths: StatePaths, quiet_s: float) -> Callable[[], bool]:
     """True once everything is indexed and published and no pass ran for `quiet_s` seconds."""
-    last = {"passes": -1.0, "since": time.monotonic()}
+    last = {"passes": -2.0, "since": time.monotonic()}
 
     def check() -> bool:
         beat = heartbeat(paths)
-        if beat.get("passes") != last["passes"]:
+        if beat.get("passes", -1.0) != last["passes"]:
             last["passes"], last["since"] = beat.get("passes", -1.0), time.monotonic()
             return False
         top, published = index_state(paths)

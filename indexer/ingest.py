@@ -7,6 +7,7 @@ import logging
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -87,6 +88,9 @@ class Ingestor:
         self.conn = conn
         self.registry = AgentRegistry(conn)
         self.keep_inserted = True  # the caller writes views from the inserted entries
+        # Called after every committed batch: the writer writes that batch's views and clears
+        # `inserted`, so a pass over a large spool never holds more than one batch of entries.
+        self.on_batch: Callable[[IngestStats], None] | None = None
 
     def run_once(self, now: float | None = None) -> IngestStats:
         """Index everything complete in the spool now; return what was done."""
@@ -171,6 +175,8 @@ class Ingestor:
                         store.bump_counter(self.conn, f"anomaly.{action.value}")
             while state.offset < seen.size:
                 state, batch, done = self._read_batch(fd, state, seen.size, now)
+                if self.on_batch is not None and batch.inserted:
+                    self.on_batch(batch)
                 stats.add(batch)
                 if done:
                     break

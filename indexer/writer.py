@@ -20,6 +20,7 @@ from indexer.ingest import Ingestor, IngestStats
 from indexer.locks import lock_is_held
 from indexer.paths import StatePaths
 from indexer.readonly import complete_size, spool_lag, spool_sizes
+from indexer.release import LARGE_PASS_LINES, release_memory
 
 log = logging.getLogger("ctxd.writer")
 
@@ -73,6 +74,7 @@ class IndexWriter:
         self.paths = paths
         self.conn = conn
         self.ingestor = Ingestor(paths, config, conn)
+        self.ingestor.on_batch = self._write_views
         self.views = views.ViewWriter(paths)
         self._identity = _file_identity(paths.index_db)
 
@@ -101,13 +103,18 @@ class IndexWriter:
         self.conn.close()
 
     def pass_once(self) -> IngestStats:
-        """One ingest pass over the spool, then the views of what it inserted."""
+        """One ingest pass over the spool, writing the views of each batch as it commits."""
         stats = self.ingestor.run_once()
         if stats.inserted or stats.anomalies:
-            with store.transaction(self.conn):
-                views.catch_up(self.conn, self.views, stats.inserted)
-        stats.inserted.clear()
+            self._write_views(stats)
+        if stats.lines >= LARGE_PASS_LINES:
+            release_memory(self.conn)
         return stats
+
+    def _write_views(self, batch: IngestStats) -> None:
+        with store.transaction(self.conn):
+            views.catch_up(self.conn, self.views, batch.inserted)
+        batch.inserted.clear()
 
 
 def open_writer(paths: StatePaths, config: Config | None = None) -> IndexWriter:

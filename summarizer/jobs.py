@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from indexer import store
 from indexer.config import Config
 from indexer.paths import StatePaths
+from indexer.release import release_memory
 
 if TYPE_CHECKING:
     from indexer.ingest import IngestStats
@@ -38,6 +39,7 @@ JOB_ID = "compact"
 COMPLETION_EVENTS = ("agent_complete", "agent_failed", "subagent_stop", "feature_complete")
 IMMEDIATE_EVENTS = ("pre_compact", "session_end")
 REQUEST_POLL_S = 0.1
+COMPACTION_CACHE_KIB = 4096
 _COUNTED_MAX = 4096  # completions remembered to count an agent once (SubagentStop + PostToolUse)
 
 
@@ -49,6 +51,7 @@ class CompactionJobs:
         self.config = daemon.config
         self.scheduler: Any = None
         self.runs = 0
+        self.skipped = 0  # interval runs skipped: nothing new to compact
         self.events: dict[str, int] = {"error": 0, "missed": 0, "max_instances": 0}
         self._lock = threading.Lock()
         self._running = False
@@ -200,6 +203,7 @@ class CompactionJobs:
                 with self._lock:
                     if not self._requested or self.daemon.stopping.is_set():
                         self._running = False
+                        self._release()
                         return
                     self._requested = False
                     reasons, self._reasons = self._reasons or {"request"}, set()
@@ -209,10 +213,18 @@ class CompactionJobs:
             raise
 
     def _compact(self, trigger: str) -> None:
-        from summarizer.compact import compact_and_publish
+        from summarizer.compact import compact_and_publish, published_watermark
 
         if self._conn is None:
             self._conn = store.connect(self.daemon.paths.index_db)
+            # Compaction reads entries in id order: a small page cache serves it as well, and
+            # the daemon's memory stays bounded while ingest keeps its own larger cache.
+            self._conn.execute(f"PRAGMA cache_size=-{COMPACTION_CACHE_KIB}")
+        if trigger == "interval" and published_watermark(self._conn) >= store.max_entry_id(
+            self._conn
+        ):
+            self.skipped += 1  # nothing new since the last publication: no tokenizer, no writes
+            return
         compact_and_publish(
             self._conn,
             self.daemon.paths,
@@ -222,6 +234,17 @@ class CompactionJobs:
             should_stop=self.daemon.stopping.is_set,
         )
         self.runs += 1
+
+    def _release(self) -> None:
+        """Between compactions the daemon holds neither the tokenizer nor a full page cache."""
+        from summarizer.tokens import release_counters
+
+        release_counters()
+        if self._conn is not None:
+            try:
+                release_memory(self._conn)
+            except Exception:
+                log.exception("releasing memory after a compaction failed")
 
     def _on_event(self, event: Any) -> None:
         from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED

@@ -21,7 +21,9 @@ from summarizer.rank import rank_config, rank_key, score, source_weight
 
 log = logging.getLogger("ctxd.memory")
 
-BATCH_ENTRIES = 10_000
+# Entries folded per transaction: a batch is held in memory whole (texts up to max_text_chars),
+# so it stays small enough to keep the daemon's peak RSS bounded.
+BATCH_ENTRIES = 2_000
 
 
 @dataclass

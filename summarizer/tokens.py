@@ -168,6 +168,16 @@ class TokenCounter:
         return self._enc.decode_bytes(tokens[:budget]).decode("utf-8", "ignore")
 
 
+def release_counters() -> None:
+    """Forget the loaded encodings (about 40 MB); the next get_counter loads them again.
+
+    The daemon calls this after its compactions: an idle daemon need not hold the tokenizer.
+    A counter still in use elsewhere stays valid (it is only no longer shared).
+    """
+    with _LOCK:
+        _COUNTERS.clear()
+
+
 def get_counter(encoding: str = "cl100k_base") -> TokenCounter:
     """Return the process-wide TokenCounter for a `[summarizer] encoding` value (loaded once).
 

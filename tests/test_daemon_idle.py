@@ -88,3 +88,37 @@ def test_an_idle_daemon_runs_no_more_passes_than_the_rescan_interval_allows(
     assert passes <= allowed, (passes, window_s, last)
     assert checks <= allowed, (checks, window_s, last)
     assert last["lag_lines"] == 0
+
+
+def test_interval_compactions_skip_when_nothing_is_new_and_release_the_tokenizer(
+    tmp_path: Path,
+) -> None:
+    from indexer.config import Config
+    from indexer.writer import open_writer, writer_lock
+    from summarizer import tokens
+    from summarizer.daemon import Daemon
+    from summarizer.jobs import CompactionJobs
+
+    state = tmp_path / "state"
+    paths = StatePaths(state)
+    paths.ensure()
+    run_hook(payload(tool_name="Bash", tool_use_id="toolu_job1"), hook_env(state))
+    daemon = Daemon(paths, Config())
+    with writer_lock(paths):
+        daemon.writer = open_writer(paths, daemon.config)
+        jobs = CompactionJobs(daemon)
+        try:
+            daemon.writer.pass_once()
+            jobs.request("startup")  # no scheduler: only records the reason
+            jobs._job()
+            assert (jobs.runs, jobs.skipped) == (1, 0)
+            assert tokens._COUNTERS == {}  # released once the run was over
+            jobs._job()  # an interval run with nothing new
+            assert (jobs.runs, jobs.skipped) == (1, 1)
+            run_hook(payload(tool_name="Bash", tool_use_id="toolu_job2"), hook_env(state))
+            assert daemon.writer.pass_once().entries == 1
+            jobs._job()
+            assert (jobs.runs, jobs.skipped) == (2, 1)
+        finally:
+            jobs.stop()
+            daemon.writer.close()
