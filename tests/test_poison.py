@@ -142,12 +142,13 @@ def test_session_id_naming_a_state_file_is_refused(state_dir: Path) -> None:
         "Index.db",
         "sessions",
         "todos.json",
+        "latest.json",
     ):
         hook(state_dir, good(9, session_id=reserved, hook_event_name="PreToolUse"))
     hook(state_dir, good(2, hook_event_name="PostToolUse", tool_input={"command": "ls"}))
     ingest(state_dir)
     assert tool_ids(state_dir) == ["toolu_0001", "toolu_0002"]
-    assert len(errors(state_dir)) == 6
+    assert len(errors(state_dir)) == 7
     assert all("is not a valid id" in e for e in errors(state_dir))
     for args in (("rebuild",), ("compact",), ("read", "--agent-id", "main", "--session", SESSION)):
         result = run_cli(*args, state_dir=state_dir)
@@ -191,3 +192,19 @@ def test_claude_code_agent_id_naming_a_compat_view_is_remapped(state_dir: Path) 
     agents = {r[0] for r in query(state_dir, "SELECT agent_id FROM entries")}
     assert "agent-instructions" not in agents
     assert not (state_dir / "sessions" / SESSION / "agent-instructions.jsonl").exists()
+
+
+def test_every_name_the_state_dir_uses_is_reserved(tmp_path: Path) -> None:
+    from indexer import view_rebuild, views
+    from indexer.hook import HOOK_FAILURES
+    from indexer.paths import RESERVED_NAMES, is_valid_session_id
+    from summarizer.compact import REQUEST_FILE
+    from summarizer.resume_hook import LATEST_FILE
+
+    paths = StatePaths(tmp_path)
+    own = {p.name for p in (paths.spool, paths.index_db, paths.sessions, paths.context)}
+    own |= {p.name for p in (paths.resume, paths.lock, paths.daemon_json, paths.log, paths.config)}
+    own |= {HOOK_FAILURES, REQUEST_FILE, LATEST_FILE, view_rebuild.SHADOW}
+    own |= {views.AGENT_INSTRUCTIONS, views.ALL_AGENT_INSTRUCTIONS, "autostart.lock"}
+    assert own <= RESERVED_NAMES
+    assert not any(is_valid_session_id(name) or is_valid_session_id(name.upper()) for name in own)
