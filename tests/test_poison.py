@@ -208,3 +208,24 @@ def test_every_name_the_state_dir_uses_is_reserved(tmp_path: Path) -> None:
     own |= {views.AGENT_INSTRUCTIONS, views.ALL_AGENT_INSTRUCTIONS, "autostart.lock"}
     assert own <= RESERVED_NAMES
     assert not any(is_valid_session_id(name) or is_valid_session_id(name.upper()) for name in own)
+
+
+def test_out_of_range_numbers_in_a_record_do_not_stop_compaction(state_dir: Path) -> None:
+    # A client writes its own CtxdEmit payload (no CLI validation) with numbers that no SQLite
+    # integer holds; compaction stores them in its feature table.
+    for n, started in enumerate(
+        [b"99999999999999999999999", b"-99999999999999999999999", b"1e400"]
+    ):
+        record = b'{"kind":"feature_start","featureId":"f%d","name":"x","startedAt":%s}' % (
+            n,
+            started,
+        )
+        data = b'{"session_id":"s1","hook_event_name":"CtxdEmit","cwd":"/tmp","ctxd_record":'
+        hook(state_dir, data + record + b"}")
+    hook(state_dir, good(1))
+    result = run_cli("compact", state_dir=state_dir)
+    assert result.returncode == 0, result.stderr
+    rows = query(state_dir, "SELECT id, started_at FROM mem_features ORDER BY id")
+    assert [r[0] for r in rows] == ["f0", "f1"]  # the event's own time instead
+    assert all(0 < r[1] < 2**63 for r in rows)
+    assert len(errors(state_dir)) == 1  # 1e400 is no number msgspec decodes: quarantined
