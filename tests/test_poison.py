@@ -229,3 +229,21 @@ def test_out_of_range_numbers_in_a_record_do_not_stop_compaction(state_dir: Path
     assert [r[0] for r in rows] == ["f0", "f1"]  # the event's own time instead
     assert all(0 < r[1] < 2**63 for r in rows)
     assert len(errors(state_dir)) == 1  # 1e400 is no number msgspec decodes: quarantined
+
+
+def test_a_running_daemon_indexes_past_a_poison_line(tmp_path: Path) -> None:
+    from helpers import poll
+    from test_daemon import start_daemon, stop, wait_started
+
+    state = tmp_path / "state"
+    d = start_daemon(state, tmp_path)
+    try:
+        wait_started(d)
+        n = 2000
+        hook(state, b'{"session_id":"a","hook_event_name":"Stop","x":' + b"[" * n + b"]" * n + b"}")
+        hook(state, good(1))
+        poll(lambda: query(state, "SELECT tool_use_id FROM entries") == [("toolu_0001",)], 30)
+        assert len(errors(state)) == 1
+        assert d.proc.poll() is None
+    finally:
+        stop(d)
