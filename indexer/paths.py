@@ -15,7 +15,7 @@ from indexer.hook import state_dir as _resolve_state_dir
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _AGENT_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}[A-Za-z0-9]")
 
-# Names the state directory uses for itself, at its top and inside sessions/: an id equal to
+# Names the state directory uses for itself, at its top, in sessions/ and resume/: an id equal to
 # one of them (compared case-insensitively, for case-insensitive file systems) would make a
 # session directory or a view file collide with ctxd's own file. Ids are refused, not mapped,
 # so that the index and the file tree always name the same thing.
@@ -38,6 +38,9 @@ RESERVED_NAMES = frozenset(
         "ctxd.log",
         "config.toml",
         "hook-failures",
+        "autostart.lock",
+        "compact.request",
+        "latest.json",
         "views.rebuild",
         "views.new",
         "views.old",

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from indexer.lineguard import INT64_MAX
 from indexer.models import Entry
 from summarizer.observations import (
     ConstraintObs,
@@ -310,10 +311,12 @@ def _explicit(e: Entry, at: Where, record: dict[str, Any]) -> list[Observation]:
 
 
 def _int(value: Any) -> int:
+    """A record's number as a storable integer: 0 unless it is within 0..2^63-1."""
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf), from 1e400
         return 0
+    return number if 0 <= number <= INT64_MAX else 0
 
 
 def _feature(kind: str, record: dict[str, Any], at: Where) -> list[Observation]:

@@ -142,12 +142,13 @@ def test_session_id_naming_a_state_file_is_refused(state_dir: Path) -> None:
         "Index.db",
         "sessions",
         "todos.json",
+        "latest.json",
     ):
         hook(state_dir, good(9, session_id=reserved, hook_event_name="PreToolUse"))
     hook(state_dir, good(2, hook_event_name="PostToolUse", tool_input={"command": "ls"}))
     ingest(state_dir)
     assert tool_ids(state_dir) == ["toolu_0001", "toolu_0002"]
-    assert len(errors(state_dir)) == 6
+    assert len(errors(state_dir)) == 7
     assert all("is not a valid id" in e for e in errors(state_dir))
     for args in (("rebuild",), ("compact",), ("read", "--agent-id", "main", "--session", SESSION)):
         result = run_cli(*args, state_dir=state_dir)
@@ -191,3 +192,58 @@ def test_claude_code_agent_id_naming_a_compat_view_is_remapped(state_dir: Path) 
     agents = {r[0] for r in query(state_dir, "SELECT agent_id FROM entries")}
     assert "agent-instructions" not in agents
     assert not (state_dir / "sessions" / SESSION / "agent-instructions.jsonl").exists()
+
+
+def test_every_name_the_state_dir_uses_is_reserved(tmp_path: Path) -> None:
+    from indexer import view_rebuild, views
+    from indexer.hook import HOOK_FAILURES
+    from indexer.paths import RESERVED_NAMES, is_valid_session_id
+    from summarizer.compact import REQUEST_FILE
+    from summarizer.resume_hook import LATEST_FILE
+
+    paths = StatePaths(tmp_path)
+    own = {p.name for p in (paths.spool, paths.index_db, paths.sessions, paths.context)}
+    own |= {p.name for p in (paths.resume, paths.lock, paths.daemon_json, paths.log, paths.config)}
+    own |= {HOOK_FAILURES, REQUEST_FILE, LATEST_FILE, view_rebuild.SHADOW}
+    own |= {views.AGENT_INSTRUCTIONS, views.ALL_AGENT_INSTRUCTIONS, "autostart.lock"}
+    assert own <= RESERVED_NAMES
+    assert not any(is_valid_session_id(name) or is_valid_session_id(name.upper()) for name in own)
+
+
+def test_out_of_range_numbers_in_a_record_do_not_stop_compaction(state_dir: Path) -> None:
+    # A client writes its own CtxdEmit payload (no CLI validation) with numbers that no SQLite
+    # integer holds; compaction stores them in its feature table.
+    for n, started in enumerate(
+        [b"99999999999999999999999", b"-99999999999999999999999", b"1e400"]
+    ):
+        record = b'{"kind":"feature_start","featureId":"f%d","name":"x","startedAt":%s}' % (
+            n,
+            started,
+        )
+        data = b'{"session_id":"s1","hook_event_name":"CtxdEmit","cwd":"/tmp","ctxd_record":'
+        hook(state_dir, data + record + b"}")
+    hook(state_dir, good(1))
+    result = run_cli("compact", state_dir=state_dir)
+    assert result.returncode == 0, result.stderr
+    rows = query(state_dir, "SELECT id, started_at FROM mem_features ORDER BY id")
+    assert [r[0] for r in rows] == ["f0", "f1"]  # the event's own time instead
+    assert all(0 < r[1] < 2**63 for r in rows)
+    assert len(errors(state_dir)) == 1  # 1e400 is no number msgspec decodes: quarantined
+
+
+def test_a_running_daemon_indexes_past_a_poison_line(tmp_path: Path) -> None:
+    from helpers import poll
+    from test_daemon import start_daemon, stop, wait_started
+
+    state = tmp_path / "state"
+    d = start_daemon(state, tmp_path)
+    try:
+        wait_started(d)
+        n = 2000
+        hook(state, b'{"session_id":"a","hook_event_name":"Stop","x":' + b"[" * n + b"]" * n + b"}")
+        hook(state, good(1))
+        poll(lambda: query(state, "SELECT tool_use_id FROM entries") == [("toolu_0001",)], 30)
+        assert len(errors(state)) == 1
+        assert d.proc.poll() is None
+    finally:
+        stop(d)

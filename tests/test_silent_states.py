@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import time
 from pathlib import Path
 
@@ -106,7 +107,8 @@ def test_doctor_runs_quick_check_on_a_damaged_page(state_dir: Path) -> None:
     assert "ctxd rebuild" in result.stdout and "mv " in result.stdout
 
 
-def test_daemon_stops_when_its_index_is_deleted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["deleted", "replaced by another file"])
+def test_daemon_stops_when_its_index_is_deleted_or_replaced(tmp_path: Path, how: str) -> None:
     state = tmp_path / "state"
     d = start_daemon(state, tmp_path)
     try:
@@ -114,12 +116,21 @@ def test_daemon_stops_when_its_index_is_deleted(tmp_path: Path) -> None:
         env = hook_env(state)
         assert run_hook(payload(tool_use_id="toolu_00001"), env).returncode == 0
         poll(lambda: query(state, "SELECT count(*) FROM entries") == [(1,)], timeout=30)
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{state / 'index.db'}{suffix}").unlink(missing_ok=True)
+        if how == "deleted":
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{state / 'index.db'}{suffix}").unlink(missing_ok=True)
+        else:  # a consistent copy (sqlite3 backup) renamed over it, as a restore would
+            copy = tmp_path / "copy.db"
+            src = sqlite3.connect(f"file:{state / 'index.db'}?mode=ro", uri=True)
+            dst = sqlite3.connect(copy)
+            src.backup(dst)
+            src.close()
+            dst.close()
+            os.replace(copy, state / "index.db")
         poll(lambda: d.proc.poll() is not None, timeout=30)
         assert d.proc.returncode == 0
         log = (state / "ctxd.log").read_text()
-        assert "index.db was deleted while the daemon ran; stopping" in log
+        assert f"index.db was {how} while the daemon ran; stopping" in log
         assert not is_locked(d.paths)
         assert run_hook(payload(tool_use_id="toolu_00002"), env).returncode == 0
         assert run_cli("ingest", state_dir=state).returncode == 0
