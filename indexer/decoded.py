@@ -8,7 +8,14 @@ import json
 import re
 from urllib.parse import unquote
 
-__all__ = ["HIDING_ESCAPE", "base64_blobs", "decode_base64", "may_hide", "unescape"]
+__all__ = [
+    "HIDING_ESCAPE",
+    "base64_blobs",
+    "base64_texts",
+    "decode_base64",
+    "may_hide",
+    "unescape",
+]
 
 # Escapes that can hide a printable ASCII character, so a key's letters (`sk\u002dant`,
 # `%41KIA`, `https:\/\/`). Control characters and non-ASCII escapes (`\u001b`, `\u00e9`) cannot
@@ -22,8 +29,13 @@ _ESCAPE = re.compile(
 )
 _SIMPLE = {"/": "/", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "\\": "\\"}
 # A blob long enough to hide a key (standard or URL-safe alphabet, optional padding).
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/_=-])")
+# finditer finds each run at its leftmost character and the greedy class takes it whole, so
+# no lookarounds are needed (they would make the scan several times slower).
+_BASE64 = re.compile(r"(?:^|(?<=[^A-Za-z0-9+/_=-]))[A-Za-z0-9+/_-]{24,}={0,2}")
+_BASE64_BYTES = re.compile(_BASE64.pattern.encode())
 _MAX_BLOB_CHARS = 1 << 16
+_HEX = re.compile(r"[0-9a-fA-F]+=*")
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # what text does not hold
 
 
 def may_hide(data: bytes) -> bool:
@@ -57,9 +69,37 @@ def unescape(text: str, rounds: int = 3) -> str:
     return text
 
 
+def _plausible(run: str) -> bool:
+    """False for runs that are evidently no base64: paths (a `/` every few characters),
+    snake_case or kebab-case names, one-case words and hex digests. Base64 of text mixes
+    upper and lower case, and holds each of `/`, `+`, `-`, `_` once in 64 characters."""
+    if len(run) > _MAX_BLOB_CHARS:
+        return False
+    limit = 2 + len(run) // 24
+    if run.count("/") > limit or run.count("_") + run.count("-") > limit:
+        return False
+    return not (run.islower() or run.isupper() or _HEX.fullmatch(run))
+
+
 def base64_blobs(text: str) -> list[tuple[int, int]]:
     """Spans of base64-looking runs long enough to hide a key."""
-    return [m.span() for m in _BASE64.finditer(text) if m.end() - m.start() <= _MAX_BLOB_CHARS]
+    return [m.span() for m in _BASE64.finditer(text) if _plausible(m.group())]
+
+
+def base64_texts(data: bytes, starts: list[int]) -> list[str]:
+    """The texts that the base64-looking runs starting at `starts` in data decode to (runs
+    that decode to binary, such as hashes and paths, are left out)."""
+    texts = []
+    for start in starts:
+        m = _BASE64_BYTES.match(data, start)
+        if m is None:
+            continue
+        run = m.group().decode("ascii")
+        if _plausible(run):
+            text = decode_base64(run)
+            if text is not None:
+                texts.append(text)
+    return texts
 
 
 def decode_base64(blob: str) -> str | None:
@@ -73,8 +113,9 @@ def decode_base64(blob: str) -> str | None:
             data = base64.urlsafe_b64decode(padded)
         else:
             data = base64.b64decode(padded, validate=True)
+        if _CONTROL.search(data) is not None:
+            return None
         text = data.decode("utf-8")
     except (binascii.Error, ValueError):
         return None
-    printable = sum(c.isprintable() or c in "\n\r\t" for c in text)
-    return text if text and printable >= 0.95 * len(text) else None
+    return text or None

@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from indexer.decoded import base64_blobs, decode_base64, may_hide, unescape
-from indexer.secret_scan import find_secrets, probe_rules
+from indexer.decoded import base64_blobs, base64_texts, decode_base64, unescape
+from indexer.secret_scan import HIDDEN, find_secrets, probe
 
 if TYPE_CHECKING:  # the module stays stdlib-only at run time
     from indexer.models import Entry
@@ -339,13 +339,17 @@ def _redact_layer(text: str) -> str:
 
 
 def _redact_decoded(text: str, depth: int) -> str:
-    out = _redact_layer(text)
-    if may_hide(out.encode("utf-8", "surrogatepass")):
-        decoded = unescape(out)
-        # A secret visible only once decoded: the decoded, redacted text is what is kept.
-        if decoded != out and (redacted := _redact_layer(decoded)) != decoded:
-            out = redacted
-    if depth > 0:
+    data = text.encode("utf-8", "surrogatepass")
+    hits, runs = probe(data)  # one pass tells which steps can change anything
+    out = text
+    if hits or may_contain_secret(data):
+        out = _redact_layer(text)
+        if HIDDEN in hits:
+            decoded = unescape(out)
+            # A secret visible only once decoded: the decoded, redacted text is what is kept.
+            if decoded != out and (redacted := _redact_layer(decoded)) != decoded:
+                out = redacted
+    if depth > 0 and runs:
         spans: list[tuple[int, int, str]] = []
         for start, end in base64_blobs(out):
             inner = decode_base64(out[start:end])
@@ -366,12 +370,12 @@ def redact_text(text: str) -> str:
 
 def _may_need_redaction(data: bytes, depth: int = _BASE64_DEPTH) -> bool:
     """The prefilter: False when no rule can match data in any decoded form (most events)."""
-    if may_contain_secret(data) or probe_rules(data) or may_hide(data):
+    hits, runs = probe(data)
+    if hits or may_contain_secret(data):
         return True
     if depth > 0:
-        for start, end in base64_blobs(data.decode("utf-8", "replace")):
-            inner = decode_base64(data[start:end].decode("ascii", "replace"))
-            if inner is not None and _may_need_redaction(inner.encode(), depth - 1):
+        for inner in base64_texts(data, runs):
+            if _may_need_redaction(inner.encode("utf-8", "surrogatepass"), depth - 1):
                 return True
     return False
 

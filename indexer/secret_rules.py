@@ -63,8 +63,9 @@ def _random_enough(value: str) -> bool:
     return shannon_entropy(value) >= limit
 
 
-def _not_placeholder(value: str) -> bool:
-    return not is_placeholder(value)
+def _env_value(value: str) -> bool:
+    """A value assigned in a .env file: not a template, not a flag (`AUTH=1`, `TOKEN=true`)."""
+    return len(value) >= 4 and not is_placeholder(value)
 
 
 def _r(
@@ -185,12 +186,43 @@ RULES: tuple[Rule, ...] = (
     _r("password-env", r"\b(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|SSHPASS|PGPASS)=" + _SHELL_VALUE, "pgpassword", "mysql_pwd", "rediscli_auth", "sshpass=", "pgpass"),
     # --- .env assignments and the entropy rule ------------------------------------------------
     _r("env-assignment",
-       r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PASS|PWD|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|AUTH|CREDENTIALS?|_KEY)[ \t]*=[ \t]*" + _SHELL_VALUE,
-       "secret", "token", "pass", "pwd", "key", "auth", "credential", check=_not_placeholder),
+       r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PASS|PWD|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|AUTH|CREDENTIALS?|_KEY)[ \t]*=[ \t]*" + _SHELL_VALUE + r"(?![\w(\[.])",
+       "secret", "token", "pass", "pwd", "key", "auth", "credential", check=_env_value),
     _r("high-entropy-secret",
        r"(?i)(?:key|token|secret|passw(?:or)?d|auth|credential|signature|salt)[\w.-]{0,20}[\"']?\s*(?::=|=>|[:=])\s*[\"']?(?P<s>[A-Za-z0-9+/_=.~-]{16,200})(?![A-Za-z0-9+/_=.~-])",
        "key", "token", "secret", "passwd", "password", "auth", "credential", "signature", "salt",
        check=_random_enough),
 )
 
+# Narrower probes for the context rules, whose keywords alone ("key", "token") are in most
+# code: the probe runs on raw JSON too, so whitespace may be an escape (`\n`) and a quote
+# may be escaped (`\"`).
+_W = r"(?:\s|\\[nrt])"
+_Q = r"(?:\\?[\"'])"
+_PROBES = {
+    "aws-secret-key": r"aws.{0,20}(?:secret|sk).{0,24}[a-z0-9/+]{40}",
+    "npmrc-auth": rf"_auth(?:token)?{_W}*=",
+    "mailgun-key": r"key-[0-9a-f]{32}",
+    "openai-key": r"sk-[a-z0-9_-]{20}",
+    "url-credentials": r"://[^\s:/@\"'<>]*:[^\s/@\"'<>]+@",
+    "dsn-password": rf"(?:password|pwd){_W}*={_W}*[^;\"'\s{{$/~]",
+    "authorization-header": rf"authorization{_W}*[:=]",
+    "bearer-token": rf"bearer{_W}+[a-z0-9._~+/=-]{{20}}",
+    "api-key-header": rf"x-(?:api|auth)-(?:key|token){_W}*:",
+    "sshpass-password": r"sshpass\s+-p",
+    "mysql-password": r"mysql[^|;&]{0,200}\s-p[^\s\"'`;&|-]",
+    "password-flag": r"-(?:password|passwd|pass|client-secret|secret|token|api-key|auth-token)(?:=|\s)",
+    "redis-cli-password": r"redis-cli[^|;&]{0,200}\s-a\s",
+    "docker-login-password": r"docker\s+login[^|;&]{0,200}\s-p\s",
+    "curl-user": r"curl[^|;&]{0,300}\s(?:-u|--user)\s*\S+:",
+    "env-assignment": (
+        r"(?:secret|token|passwd|pass|pwd|api_?key|private_?key|access_?key|auth|credentials?|_key)"
+        r"[ \t]*=[ \t]*\S{4}"
+    ),
+    "high-entropy-secret": (
+        r"(?:key|token|secret|passw(?:or)?d|auth|credential|signature|salt)[\w.-]{0,20}"
+        rf"{_Q}?{_W}*(?::=|=>|[:=]){_W}*{_Q}?[a-z0-9+/_=.~-]{{16}}"
+    ),
+}
+RULES = tuple(r._replace(probes=(_PROBES[r.kind],)) if r.kind in _PROBES else r for r in RULES)
 KINDS = tuple(sorted({r.kind for r in RULES}))
