@@ -105,8 +105,8 @@ def base64_texts(data: bytes, starts: list[int]) -> list[str]:
 def decode_base64(blob: str) -> str | None:
     """The text a base64 blob encodes, or None when it is not text (a hash, a path, binary)."""
     raw = blob.rstrip("=")
-    if len(raw) % 4 == 1:
-        return None
+    if len(raw) % 4 == 1:  # no whole blob ends so: a clipped one, its last character dropped
+        raw = raw[:-1]
     padded = raw + "=" * (-len(raw) % 4)
     try:
         if "-" in raw or "_" in raw:
@@ -115,7 +115,10 @@ def decode_base64(blob: str) -> str | None:
             data = base64.b64decode(padded, validate=True)
         if _CONTROL.search(data) is not None:
             return None
-        text = data.decode("utf-8")
+        # A blob clipped with its text may end inside a character: that one is replaced.
+        text = data.decode("utf-8", "replace")
     except (binascii.Error, ValueError):
+        return None
+    if text.count("\ufffd") > 2:
         return None
     return text or None

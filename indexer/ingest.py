@@ -14,6 +14,7 @@ import msgspec
 from indexer import store
 from indexer.attribution import AgentRegistry
 from indexer.config import Config
+from indexer.decoded import unescape
 from indexer.models import Entry, Envelope, HookPayload
 from indexer.normalize import PayloadError, normalize
 from indexer.paths import StatePaths, is_valid_session_id
@@ -425,8 +426,9 @@ class _Batch:
 
 
 def quarantine_raw(data: bytes) -> bytes:
-    """What the quarantine keeps of a bad line: its start, redacted, then capped."""
-    text = data[:_QUARANTINE_SCAN_BYTES].decode("utf-8", "replace")
+    """What the quarantine keeps of a bad line: its start, decoded and redacted, then capped."""
+    # Decoded first: a bad line is raw JSON, whose escapes (`\"`) would hide a value's ends.
+    text = unescape(data[:_QUARANTINE_SCAN_BYTES].decode("utf-8", "replace"))
     return redact_text(text)[:_QUARANTINE_RAW_CHARS].encode("utf-8", "surrogatepass")
 
 

@@ -353,7 +353,11 @@ def _redact_decoded(text: str, depth: int) -> str:
         spans: list[tuple[int, int, str]] = []
         for start, end in base64_blobs(out):
             inner = decode_base64(out[start:end])
-            if inner is not None and _redact_decoded(inner, depth - 1) != inner:
+            # Text hidden in base64 goes whole when any rule may match it: a blob clipped
+            # with its text may have lost the end of the key that a rule needs.
+            if inner is not None and _may_need_redaction(
+                inner.encode("utf-8", "surrogatepass"), depth - 1
+            ):
                 spans.append((start, end, "base64-secret"))
         if spans:
             out = _apply_spans(out, spans)

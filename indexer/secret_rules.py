@@ -13,8 +13,9 @@ from typing import NamedTuple
 # prefilter pass looks for, the full patterns run on the few texts that hold one.
 # Group "s", when present, is the secret: the context around it (a flag, a key name) stays.
 
-_B = r"(?<![A-Za-z0-9_])"  # a token starts here (not glued to a word)
-_E = r"(?![A-Za-z0-9_])"  # and ends here
+# A token starts here (not glued to a word; after `_` it may, as in `key_AKIA…`) and ends here.
+_B = r"(?<![A-Za-z0-9])"
+_E = r"(?![A-Za-z0-9])"
 
 
 class Rule(NamedTuple):
@@ -94,7 +95,7 @@ RULES: tuple[Rule, ...] = (
     _r("google-oauth-secret", _B + r"GOCSPX-[A-Za-z0-9_-]{28}", "gocspx-"),
     _r("azure-storage-key", r"(?i)AccountKey=(?P<s>[A-Za-z0-9+/]{40,}={0,2})", "accountkey="),
     _r("azure-sas-signature", r"[?&;\s]sig=(?P<s>[A-Za-z0-9%+/]{20,}(?:=|%3D){0,2})", "sig="),
-    _r("azure-ad-client-secret", _B + r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}" + r"(?![A-Za-z0-9_~.-])", "q~"),
+    _r("azure-ad-client-secret", _B + r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}" + r"(?![A-Za-z0-9_~-])", "q~"),
     _r("digitalocean-token", _B + r"do[opr]_v1_[a-f0-9]{64}" + _E, "do_v1_", "dop_v1_", "dor_v1_", "doo_v1_"),
     _r("heroku-api-key", _B + r"HRKU-[0-9A-Za-z_-]{60}", "hrku-"),
     _r("alibaba-access-key", _B + r"LTAI[A-Za-z0-9]{20}" + _E, "ltai"),
@@ -133,7 +134,7 @@ RULES: tuple[Rule, ...] = (
     _r("slack-token", _B + r"xox[abposr]-[0-9A-Za-z-]{10,}", "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"),
     _r("slack-app-token", _B + r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+", "xapp-"),
     _r("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]+", "hooks.slack.com"),
-    _r("telegram-bot-token", _B + r"\d{8,10}:AA[0-9A-Za-z_-]{33}" + r"(?![0-9A-Za-z_-])", probe=r"[0-9]{8,10}:aa"),
+    _r("telegram-bot-token", r"(?:(?<=bot)|(?<![A-Za-z0-9_]))\d{8,10}:AA[0-9A-Za-z_-]{33}" + r"(?![0-9A-Za-z_-])", probe=r"[0-9]{8,10}:aa"),
     _r("discord-bot-token", _B + r"[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,38}" + r"(?![A-Za-z\d_-])",
        probe=r"[mno][a-z0-9_-]{23,25}\.[a-z0-9_-]{6}\."),
     _r("discord-webhook", r"discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_-]{60,})", "discord"),
