@@ -68,7 +68,8 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
                 # Built from the memory of every session: rebuilt at the next compaction.
                 for name in os.listdir(paths.context) if paths.context.is_dir() else ():
                     _remove_tree(paths.context / name)
-            # Deleted rows stay in free pages and in the WAL until both are rewritten.
+            # Deleted rows stay in free pages and in the WAL until both are rewritten (unless
+            # SQLite was built with secure_delete on, which zeroes freed pages).
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
