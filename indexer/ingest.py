@@ -428,8 +428,15 @@ class _Batch:
 def quarantine_raw(data: bytes) -> bytes:
     """What the quarantine keeps of a bad line: its start, decoded and redacted, then capped."""
     # Decoded first: a bad line is raw JSON, whose escapes (`\"`) would hide a value's ends.
-    text = unescape(data[:_QUARANTINE_SCAN_BYTES].decode("utf-8", "replace"))
-    return redact_text(text)[:_QUARANTINE_RAW_CHARS].encode("utf-8", "surrogatepass")
+    # Undecodable bytes are kept as they were (surrogateescape): they may be the diagnosis.
+    text = data[:_QUARANTINE_SCAN_BYTES].decode("utf-8", "surrogateescape")
+    decoded = unescape(text)
+    redacted = redact_text(decoded)
+    kept = (text if redacted is decoded else redacted)[:_QUARANTINE_RAW_CHARS]
+    try:
+        return kept.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON escape
+        return kept.encode("utf-8", "surrogatepass")
 
 
 def _check_utf8(raw: bytes) -> None:
