@@ -186,14 +186,37 @@ def catch_up(
 
 def rebuild_all(conn: sqlite3.Connection, paths: StatePaths) -> int:
     """Delete and regenerate every view from the index (`ctxd rebuild`)."""
-    for path in sorted(paths.sessions.glob("*/*.jsonl")):
+    # Never through a symlink: a symlinked session dir is skipped (a glob would follow it and
+    # delete *.jsonl wherever it points), a symlinked view file is removed as a link.
+    for path in _view_files(paths.sessions):
         path.unlink()
     global_file = paths.sessions / ALL_AGENT_INSTRUCTIONS
-    if global_file.exists():
+    if global_file.is_symlink() or global_file.exists():
         global_file.unlink()
     conn.execute("DELETE FROM dirty_views")
     store.set_meta(conn, "views_upto", "0")
     return catch_up(conn, ViewWriter(paths))
+
+
+def _view_files(sessions: Path) -> list[Path]:
+    """The `<session>/<view>.jsonl` files under sessions, not looking through any symlink."""
+    found: list[Path] = []
+    if sessions.is_symlink():
+        return found
+    try:
+        with os.scandir(sessions) as top:
+            dirs = [e.path for e in top if e.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return found
+    for folder in sorted(dirs):
+        with os.scandir(folder) as inner:
+            found += [
+                Path(e.path)
+                for e in inner
+                if e.name.endswith(".jsonl")
+                and (e.is_symlink() or e.is_file(follow_symlinks=False))
+            ]
+    return sorted(found)
 
 
 def last_seq(path: Path) -> int:

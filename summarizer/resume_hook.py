@@ -122,9 +122,11 @@ def claim_context(
     not yet indexed) is stale: None. The rename of context.md is the claim: of concurrent
     hooks exactly one succeeds; the consumed context stays on disk for `ctxd resume`.
     """
+    plain = _is_plain_dir(folder)
+    if plain is False or _is_plain_dir(os.path.dirname(folder)) is False:
+        return ""  # a symlink (or no directory) in the state dir: never read through it
     try:
-        with open(os.path.join(folder, STATE_FILE), "rb") as f:
-            state = loads(f.read())
+        state = loads(_read_nofollow(os.path.join(folder, STATE_FILE)))
     except (OSError, ValueError):
         return None  # missing or corrupt: the build path writes a fresh one
     if not isinstance(state, dict):
@@ -148,10 +150,33 @@ def claim_context(
     finally:
         os.close(lock)
     try:
-        with open(consumed, encoding="utf-8") as f:
-            return f.read()
+        return _read_nofollow(consumed).decode("utf-8")
     except (OSError, ValueError):
         return ""
+
+
+def _is_plain_dir(path: str) -> bool | None:
+    """True for a real directory, False for a symlink or anything else, None if missing."""
+    import stat
+
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+
+
+def _read_nofollow(path: str) -> bytes:
+    """The bytes of a regular file; a symlink in its place is an error (ELOOP)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def lock_folder(folder: str) -> int:
