@@ -67,6 +67,7 @@ class ResumeConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 class RetentionConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     spool_hours: float = 72.0
     index_days: float = 0.0
+    quarantine_days: float = 7.0
     interval_s: float = 3600.0
 
 

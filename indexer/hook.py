@@ -65,20 +65,61 @@ def build_line(payload: bytes, ts_ns: int, pid: int) -> bytes:
     return head + body + b"}\n"
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class UnsafeStateDir(OSError):
+    """The state directory (or its spool) is a symlink, another user's, or writable by others."""
+
+
+def open_private_dir(name: str, dir_fd: "int | None" = None, create: bool = True) -> int:
+    """Open directory `name` (relative to dir_fd if given) without following a symlink,
+    creating it 0700 if missing; refuse one owned by another user or writable by others."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+        try:
+            os.mkdir(name, 0o700, dir_fd=dir_fd)
+        except FileExistsError:
+            pass  # a concurrent hook made it
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except NotADirectoryError:
+        raise UnsafeStateDir(f"{name} is a symlink or not a directory") from None
+    except OSError as e:
+        if e.errno == 40:  # ELOOP: O_NOFOLLOW met a symlink
+            raise UnsafeStateDir(f"{name} is a symlink") from None
+        raise
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        os.close(fd)
+        raise UnsafeStateDir(f"{name} is owned by another user or writable by others")
+    return fd
+
+
 def append_line(spool_dir: str, name: str, line: bytes) -> None:
+    """Append `line` to the segment `name` in `spool_dir` (not followed if a symlink)."""
+    dir_fd = os.open(spool_dir, _DIR_FLAGS)
+    try:
+        append_at(dir_fd, name, line)
+    finally:
+        os.close(dir_fd)
+
+
+def append_at(dir_fd: int, name: str, line: bytes) -> None:
     """Append `line` to the segment with one write under flock (I2); finish short writes."""
-    path = os.path.join(spool_dir, name)
     # O_RDWR, not O_WRONLY: the last byte is read back to detect a torn previous line.
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
     for _ in range(3):
-        fd = os.open(path, flags, 0o600)
+        fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             # Retention may have removed the segment between our open and our lock; then
             # this fd points at an unlinked inode and the line would vanish. Reopen.
             st = os.fstat(fd)
             try:
-                if os.stat(path, follow_symlinks=False).st_ino != st.st_ino:
+                if os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_ino != st.st_ino:
                     continue
             except FileNotFoundError:
                 continue
@@ -102,19 +143,29 @@ def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) 
 
 
 def append_event(payload: bytes, base: str) -> str:
-    """Spool one payload under the state directory `base` (see `run`)."""
+    """Spool one payload under the state directory `base` (see `run`).
+
+    No symlink is followed: the state directory and its spool are opened with O_NOFOLLOW
+    and the segment relative to the spool's descriptor; a state directory that is a symlink,
+    another user's or writable by others is refused (UnsafeStateDir), the caller exits 0.
+    """
     if not payload.strip():
         return ""
-    spool_dir = os.path.join(base, "spool")
-    if not os.path.isdir(spool_dir):
-        # makedirs applies `mode` to the leaf only: create the state dir itself first so
-        # that it is 0700 too, not 0777 & ~umask (I10).
-        os.makedirs(base, mode=0o700, exist_ok=True)
-        os.makedirs(spool_dir, mode=0o700, exist_ok=True)
-    ts_ns = time.time_ns()
-    name = segment_name(ts_ns)
-    append_line(spool_dir, name, build_line(payload, ts_ns, os.getpid()))
-    return os.path.join(spool_dir, name)
+    parent = os.path.dirname(os.path.abspath(base))
+    if not os.path.isdir(parent):
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+    base_fd = open_private_dir(base)
+    try:
+        spool_fd = open_private_dir("spool", base_fd)
+    finally:
+        os.close(base_fd)
+    try:
+        ts_ns = time.time_ns()
+        name = segment_name(ts_ns)
+        append_at(spool_fd, name, build_line(payload, ts_ns, os.getpid()))
+    finally:
+        os.close(spool_fd)
+    return os.path.join(base, "spool", name)
 
 
 def count_failure(base: str) -> None:
@@ -235,15 +286,18 @@ def main() -> int:
         except OSError:
             cwd = "/"
         base = state_dir(environ, cwd)
+        safe = True
         try:
             append_event(payload, base)
+        except UnsafeStateDir:
+            safe = False  # nothing is read from or written through an unsafe state dir
         except Exception:
             # Unwritable, missing or full state directory: fail open, never fail the agent,
             # but leave a trace that `ctxd status` and `ctxd doctor` can show.
             count_failure(base)
-        if b"SessionStart" in payload[:4096]:
+        if safe and b"SessionStart" in payload[:4096]:
             _session_start(payload, base)
-        elif _PRE_COMPACT_MARK in payload[:4096].replace(b" ", b""):
+        elif safe and _PRE_COMPACT_MARK in payload[:4096].replace(b" ", b""):
             _prebuild(base)  # the build starts now, not when the compaction is over
     except BaseException:
         pass

@@ -15,10 +15,11 @@ import msgspec
 from indexer import store
 from indexer.attribution import AgentRegistry
 from indexer.config import Config
+from indexer.decoded import unescape
 from indexer.models import Entry, Envelope, HookPayload
 from indexer.normalize import PayloadError, normalize
 from indexer.paths import StatePaths, is_valid_session_id
-from indexer.redact import redact_bytes, redact_entry
+from indexer.redact import redact_entry, redact_text
 from indexer.spool import (
     LineError,
     RawLine,
@@ -40,7 +41,10 @@ from indexer.tailer import (
 
 log = logging.getLogger("ctxd.ingest")
 _PAYLOAD = msgspec.json.Decoder(HookPayload)
-_QUARANTINE_RAW_BYTES = 1 << 20  # keep the first MiB of a bad line; the spool keeps the rest
+# A quarantined line keeps enough to diagnose it (the spool keeps the rest while it lasts),
+# redacted before it is cut so that no key is cut below what its rule recognises.
+_QUARANTINE_SCAN_BYTES = 1 << 16
+_QUARANTINE_RAW_CHARS = 4096
 
 
 @dataclass
@@ -261,7 +265,7 @@ class Ingestor:
                 state.offset,
                 state.line_no + 1,
                 error,
-                redact_bytes(chunk[:_QUARANTINE_RAW_BYTES]),
+                quarantine_raw(chunk),
                 time.time_ns(),
             )
             state = FileState(
@@ -350,7 +354,8 @@ class Ingestor:
         except (msgspec.DecodeError, ValueError) as e:
             batch.quarantine(offset, line_no, f"bad hook payload: {e}", bytes(env.event))
             return
-        batch.pending.append((redact_entry(self.registry.attribute(entry)), payload))
+        # Redacted before attribution: the agent table keeps the entry's description.
+        batch.pending.append((self.registry.attribute(redact_entry(entry)), payload))
         batch.sources[offset] = env.event
 
     def _store(self, batch: _Batch) -> None:
@@ -367,7 +372,7 @@ class Ingestor:
                 offset,
                 line_no,
                 error,
-                redact_bytes(data[:_QUARANTINE_RAW_BYTES]),
+                quarantine_raw(data),
                 now_ns,
             )
         stats = batch.stats
@@ -463,7 +468,7 @@ def _add_to_session(deltas: dict[str, _SessionDelta], e: Entry, p: HookPayload) 
     d.last_ns = max(d.last_ns, e.ts_ns)
     d.events += 1
     d.cwd = e.cwd or d.cwd
-    d.title = p.session_title or d.title
+    d.title = redact_text(p.session_title) if p.session_title else d.title
     if e.event == "prompt" and not d.first_prompt:
         d.first_prompt = e.text[:500]
     d.failures += e.event in ("tool_failure", "agent_failed")
@@ -486,6 +491,20 @@ class _Batch:
 
     def quarantine(self, offset: int, line_no: int, error: str, data: bytes) -> None:
         self.quarantined.append((offset, line_no, error, data))
+
+
+def quarantine_raw(data: bytes) -> bytes:
+    """What the quarantine keeps of a bad line: its start, decoded and redacted, then capped."""
+    # Decoded first: a bad line is raw JSON, whose escapes (`\"`) would hide a value's ends.
+    # Undecodable bytes are kept as they were (surrogateescape): they may be the diagnosis.
+    text = data[:_QUARANTINE_SCAN_BYTES].decode("utf-8", "surrogateescape")
+    decoded = unescape(text)
+    redacted = redact_text(decoded)
+    kept = (text if redacted is decoded else redacted)[:_QUARANTINE_RAW_CHARS]
+    try:
+        return kept.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON escape
+        return kept.encode("utf-8", "surrogatepass")
 
 
 def _check_utf8(raw: bytes) -> None:

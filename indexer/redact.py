@@ -1,4 +1,4 @@
-"""Redaction of secrets and `<private>` spans in raw JSON spool lines, prefilter first."""
+"""Redaction of secrets and `<private>` spans, on raw JSON lines and on decoded text."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import json
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from indexer.decoded import base64_blobs, base64_texts, decode_base64, unescape
+from indexer.secret_scan import HIDDEN, find_secrets, probe
 
 if TYPE_CHECKING:  # the module stays stdlib-only at run time
     from indexer.models import Entry
@@ -296,7 +299,7 @@ def redact_bytes(data: bytes) -> bytes:
     return _apply(data, scan.edits) if scan is not None and scan.edits else data
 
 
-def redact_text(text: str) -> str:
+def _redact_plain(text: str) -> str:
     """redact_bytes for a str: the same rules, applied to its JSON string encoding."""
     # The prefilter on the raw text fires whenever it would on the encoding (which only adds
     # backslashes before `"` and `\`, and turns raw whitespace into escapes): sound and cheap.
@@ -310,25 +313,123 @@ def redact_text(text: str) -> str:
     return result
 
 
+_BASE64_DEPTH = 2  # base64 inside base64 inside text: deeper nesting is not realistic
+
+
+def _apply_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """text with each (start, end, kind) replaced by its tag; overlapping spans merge."""
+    spans.sort(key=lambda s: (s[0], -s[1]))
+    out: list[str] = []
+    last = 0
+    for start, end, kind in spans:
+        if start < last:
+            last = max(last, end)
+            continue
+        out += (text[last:start], f"[REDACTED:{kind}]")
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _redact_layer(text: str) -> str:
+    """Every rule on text as it stands (no decoding)."""
+    out = _redact_plain(text)
+    spans = find_secrets(out)
+    return _apply_spans(out, spans) if spans else out
+
+
+def _redact_decoded(text: str, depth: int) -> str:
+    data = text.encode("utf-8", "surrogatepass")
+    hits, runs = probe(data)  # one pass tells which steps can change anything
+    out = text
+    if hits or may_contain_secret(data):
+        out = _redact_layer(text)
+        if HIDDEN in hits:
+            decoded = unescape(out)
+            # A secret visible only once decoded: the decoded, redacted text is what is kept.
+            if decoded != out and (redacted := _redact_layer(decoded)) != decoded:
+                out = redacted
+    if depth > 0 and runs:
+        spans: list[tuple[int, int, str]] = []
+        for start, end in base64_blobs(out):
+            inner = decode_base64(out[start:end])
+            # Text hidden in base64 goes whole when any rule may match it: a blob clipped
+            # with its text may have lost the end of the key that a rule needs.
+            if inner is not None and _may_need_redaction(
+                inner.encode("utf-8", "surrogatepass"), depth - 1
+            ):
+                spans.append((start, end, "base64-secret"))
+        if spans:
+            out = _apply_spans(out, spans)
+    return out
+
+
+def redact_text(text: str) -> str:
+    """text with every secret redacted in its final decoded form: JSON and URL escapes are
+    decoded, and base64 blobs long enough to hide a key are decoded, before the rules run.
+    The same object comes back when nothing was redacted."""
+    out = _redact_decoded(text, _BASE64_DEPTH)
+    return text if out == text else out
+
+
+def _may_need_redaction(data: bytes, depth: int = _BASE64_DEPTH) -> bool:
+    """The prefilter: False when no rule can match data in any decoded form (most events)."""
+    hits, runs = probe(data)
+    if hits or may_contain_secret(data):
+        return True
+    if depth > 0:
+        for inner in base64_texts(data, runs):
+            if _may_need_redaction(inner.encode("utf-8", "surrogatepass"), depth - 1):
+                return True
+    return False
+
+
+def _redact_json(value: Any) -> Any:
+    """value (decoded JSON) with every string redacted; the same object when unchanged."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        items = [_redact_json(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, dict):
+        pairs = {redact_text(k): _redact_json(v) for k, v in value.items()}
+        same = len(pairs) == len(value) and all(
+            k in value and value[k] is v for k, v in pairs.items()
+        )
+        return value if same else pairs
+    return value
+
+
+def redact_detail(raw: bytes) -> bytes:
+    """Raw JSON with every string redacted in decoded form, then the JSON-member rules
+    (`"password": "…"`) on the result; the same object when nothing was redacted."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return redact_bytes(raw)
+    redacted = _redact_json(value)
+    if redacted is not value:
+        try:
+            raw = json.dumps(redacted, ensure_ascii=False, separators=(",", ":")).encode()
+        except UnicodeEncodeError:  # a lone surrogate: keep it escaped
+            raw = json.dumps(redacted, separators=(",", ":")).encode()
+    return redact_bytes(raw)
+
+
 _ENTRY_TEXT = ("description", "instruction", "output_summary", "error", "text", "cwd")
 
 
 def redact_entry(entry: Entry) -> Entry:
     """entry with free text, files and raw detail redacted (ids kept); same object if unchanged.
 
-    One prefilter pass over the stored fields decides whether any rule can match; only then
-    is each field redacted. For a tool event the description, files and instruction are derived
-    from the tool input, which `detail` holds whole unless it was clipped, so the probe is
-    `detail` plus the output and the error: each stored byte is scanned once.
+    One prefilter pass over every stored field (decoded text, and the raw detail) decides
+    whether any rule can match in any decoded form; only then is each field redacted.
     """
     detail = bytes(entry.detail)
-    if entry.tool_name and b"[truncated]" not in detail:
-        texts = [entry.output_summary, entry.error, entry.cwd]
-    else:
-        texts = [getattr(entry, name) for name in _ENTRY_TEXT]
-        texts.extend(entry.files)
+    texts = [getattr(entry, name) for name in _ENTRY_TEXT]
+    texts.extend(entry.files)
     probe = "\n".join(texts).encode("utf-8", "surrogatepass") + b"\n" + detail
-    if not may_contain_secret(probe):
+    if not _may_need_redaction(probe):
         return entry
     changes: dict[str, Any] = {}
     for name in _ENTRY_TEXT:
@@ -336,7 +437,7 @@ def redact_entry(entry: Entry) -> Entry:
             changes[name] = new
     if (files := tuple(redact_text(f) for f in entry.files)) != entry.files:
         changes["files"] = files
-    if detail and (new_detail := redact_bytes(detail)) is not detail:
+    if detail and (new_detail := redact_detail(detail)) is not detail:
         changes["detail"] = type(entry.detail)(new_detail)  # msgspec.Raw, without importing it
     if not changes:
         return entry

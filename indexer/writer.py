@@ -21,6 +21,7 @@ from indexer.locks import lock_is_held
 from indexer.paths import StatePaths
 from indexer.readonly import complete_size, spool_lag, spool_sizes
 from indexer.release import LARGE_PASS_LINES, release_memory
+from indexer.spool_retention import prune_quarantine, prune_spool, retention_due
 
 log = logging.getLogger("ctxd.writer")
 
@@ -97,6 +98,15 @@ class IndexWriter:
         with store.transaction(self.conn):
             return views.catch_up(self.conn, self.views)
 
+    def prune(self, now: float | None = None) -> None:
+        """Spool and quarantine retention at the end of an ingest, at most once per
+        `[retention] interval_s`: without a daemon raw payloads would otherwise stay forever."""
+        now = time.time() if now is None else now
+        cfg = self.ingestor.config.retention
+        if retention_due(self.conn, cfg.interval_s, now):
+            prune_spool(self.conn, self.paths, cfg.spool_hours, now)
+            prune_quarantine(self.conn, cfg.quarantine_days, now)
+
     def close(self) -> None:
         """Close the view files and the index connection."""
         self.views.close()
@@ -144,6 +154,7 @@ def catch_up(
                         total.add(stats)
                         if not stats.lines:
                             break
+                    writer.prune()
                     return CatchUpResult(total, by_daemon=False, caught_up=True)
                 finally:
                     writer.close()

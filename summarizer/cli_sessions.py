@@ -65,6 +65,19 @@ def register(add: AddCommand) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
 
+    p = add(
+        "forget",
+        "summarizer.forget:cmd_forget",
+        "delete a session, or everything before a date, from the spool, index, views and memory",
+    )
+    p.add_argument("session", nargs="?", help="session id to forget")
+    p.add_argument(
+        "--before",
+        metavar="DATE",
+        help="forget every session last active before "
+        "DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC) and older spool segments",
+    )
+
     add("start", "summarizer.lifecycle:cmd_start", "start the daemon in the background")
     p = add("stop", "summarizer.lifecycle:cmd_stop", "stop the running daemon")
     p.add_argument(

@@ -15,6 +15,7 @@ import os
 import time
 
 from summarizer.fastjson import encode_string, loads
+from summarizer.nofollow import is_plain_dir
 
 __all__ = [
     "LOCK_FILE",
@@ -81,8 +82,11 @@ def live_context(transcript_path: object) -> LiveContext | None:
 
 def read_log(folder: str) -> list[dict[str, object]]:
     """The decisions logged for one session, oldest first (the last MB of the log)."""
+    if is_plain_dir(folder) is not True or is_plain_dir(os.path.dirname(folder)) is not True:
+        return []  # missing, or a symlink in the state dir: never read through it
     try:
-        with open(os.path.join(folder, LOG_FILE), "rb") as f:
+        fd = os.open(os.path.join(folder, LOG_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - _MAX_LOG_BYTES))
             data = f.read()
@@ -155,6 +159,8 @@ def log_decision(folder: str, source: str, injected: int, reason: str, **extra: 
     """Append one decision to `folder/starts.jsonl` (0600, one write; never raises)."""
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not is_plain_dir(folder) or not is_plain_dir(os.path.dirname(folder)):
+            return  # a symlink in the state dir: never write through it
         parts = [
             '{"ts_ns":' + str(time.time_ns()),
             '"source":' + encode_string(source),

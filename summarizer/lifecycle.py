@@ -237,6 +237,10 @@ def _check_state_dir(paths: StatePaths) -> list[Check]:
             continue
         if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
             loose.append(f"{path} ({stat.filemode(st.st_mode)})")
+    for parent in (paths.sessions, paths.resume, paths.spool, paths.context):
+        # ctxd never follows these, so a planted symlink only makes its data go missing.
+        if not parent.is_symlink() and parent.is_dir():
+            loose += [f"{e.path} (symlink)" for e in os.scandir(parent) if e.is_symlink()]
     for child in (paths.index_db, paths.config, paths.daemon_json):
         try:
             st = child.lstat()
@@ -250,7 +254,7 @@ def _check_state_dir(paths: StatePaths) -> list[Check]:
                 "FAIL",
                 "state dir",
                 "not private: " + ", ".join(loose),
-                f"chmod -R go-rwx {root} (and make sure you own it)",
+                f"remove symlinks in it, chmod -R go-rwx {root} (and make sure you own it)",
             )
         ]
     return [Check("OK", "state dir", f"{root} is private (0700 directories, 0600 files)")]

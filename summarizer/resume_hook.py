@@ -11,6 +11,7 @@ import os
 import time
 
 from summarizer.fastjson import encode_string, loads
+from summarizer.nofollow import is_plain_dir, read_nofollow
 
 # typing costs ~5 ms to import; this constant is the idiom type checkers understand.
 TYPE_CHECKING = False
@@ -186,9 +187,11 @@ def claim_context(
     not yet indexed) is stale: None. The rename of context.md is the claim: of concurrent
     hooks exactly one succeeds; the consumed context stays on disk for `ctxd resume`.
     """
+    plain = is_plain_dir(folder)
+    if plain is False or is_plain_dir(os.path.dirname(folder)) is False:
+        return ""  # a symlink (or no directory) in the state dir: never read through it
     try:
-        with open(os.path.join(folder, STATE_FILE), "rb") as f:
-            state = loads(f.read())
+        state = loads(read_nofollow(os.path.join(folder, STATE_FILE)))
     except (OSError, ValueError):
         return None  # missing or corrupt: the build path writes a fresh one
     if not isinstance(state, dict):
@@ -212,8 +215,7 @@ def claim_context(
     finally:
         os.close(lock)
     try:
-        with open(consumed, encoding="utf-8") as f:
-            return f.read()
+        return read_nofollow(consumed).decode("utf-8")
     except (OSError, ValueError):
         return ""
 
@@ -226,6 +228,8 @@ def lock_folder(folder: str, name: str = LOCK_FILE) -> int:
     """
     import fcntl
 
+    if not is_plain_dir(folder) or not is_plain_dir(os.path.dirname(folder)):
+        raise OSError(f"{folder}: not a plain directory; ctxd never writes through a symlink")
     flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
     fd = os.open(os.path.join(folder, name), flags, 0o600)
     try:
@@ -352,9 +356,10 @@ def take_context(
     file's. With `consume`, context.md is renamed to consumed-context.md (under the folder
     lock) so a writer does not re-arm a context built from the same events.
     """
+    if is_plain_dir(folder) is False or is_plain_dir(os.path.dirname(folder)) is False:
+        return ""  # a symlink (or no directory) in the state dir: never read through it
     try:
-        with open(os.path.join(folder, STATE_FILE), "rb") as f:
-            state = loads(f.read())
+        state = loads(read_nofollow(os.path.join(folder, STATE_FILE)))
     except (OSError, ValueError):
         return None
     if not isinstance(state, dict):
@@ -378,8 +383,7 @@ def take_context(
                 pass  # handed back before: the consumed copy is the same text
         path = consumed if consume or not os.path.exists(fresh) else fresh
         try:
-            with open(path, encoding="utf-8") as f:
-                return f.read()
+            return read_nofollow(path).decode("utf-8")
         except (OSError, ValueError):
             return None
     finally:
@@ -402,8 +406,7 @@ def _handed_back_since_last_event(state_dir: str, folder: str, session_id: str) 
 
 def _clear_handoff(resume_dir: str, session_id: str) -> str:
     try:
-        with open(os.path.join(resume_dir, LATEST_FILE), "rb") as f:
-            latest = loads(f.read())
+        latest = loads(read_nofollow(os.path.join(resume_dir, LATEST_FILE)))
         other = latest["session_id"]
         fresh = time.time_ns() - int(latest["created_ns"]) <= CLEAR_HANDOFF_S * 1e9
     except (OSError, ValueError, KeyError, TypeError):
@@ -441,9 +444,11 @@ def _build_within(state_dir: str, session_id: str, source: str, timeout_s: float
 def _startup_text(state_dir: str) -> str:
     # Prebuilt within its token budget by summarizer.startup_memory whenever a session's
     # resume state is written; empty when nothing is open.
+    context = os.path.join(state_dir, "context")
+    if is_plain_dir(context) is not True:
+        return ""  # missing, or a symlink in the state dir: never read through it
     try:
-        with open(os.path.join(state_dir, "context", STARTUP_FILE), encoding="utf-8") as f:
-            return _cap(f.read(), STARTUP_MAX_CHARS)
+        return _cap(read_nofollow(os.path.join(context, STARTUP_FILE)).decode(), STARTUP_MAX_CHARS)
     except (OSError, ValueError):
         return ""
 

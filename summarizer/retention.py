@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 import shutil
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from indexer import store, view_rebuild
 from indexer.config import Config
 from indexer.paths import StatePaths, is_valid_session_id
-from indexer.tailer import Action, FileState, decide, observe
+from indexer.spool_retention import RetentionReport, prune_quarantine, prune_spool
 
 if TYPE_CHECKING:
     from summarizer.daemon import Daemon
@@ -23,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RetentionReport",
     "prune_index",
+    "prune_quarantine",
     "prune_spool",
     "run_retention",
     "start_retention_job",
@@ -30,59 +28,6 @@ __all__ = [
 
 log = logging.getLogger("ctxd.retention")
 _FIRST_RUN_DELAY_S = 60.0
-
-
-@dataclass
-class RetentionReport:
-    """What one retention run deleted (and kept, with why)."""
-
-    segments_deleted: list[str] = field(default_factory=list)
-    segments_kept_unindexed: list[str] = field(default_factory=list)
-    entries_deleted: int = 0
-    sessions_deleted: int = 0
-
-
-def prune_spool(
-    conn: sqlite3.Connection, paths: StatePaths, spool_hours: float, now: float | None = None
-) -> RetentionReport:
-    """Delete segments older than `spool_hours` whose every byte is indexed.
-
-    The caller must hold the writer lock (the daemon's index lock): then the offsets read here
-    cannot move. Each segment is deleted under its own append flock after re-checking that it
-    is still exactly as indexed, so a hook appending at that moment either lands before (and
-    the segment is kept) or reopens a fresh segment after the unlink (hook.append_line).
-    """
-    report = RetentionReport()
-    cutoff = (now if now is not None else time.time()) - spool_hours * 3600
-    known = store.active_files(conn)
-    try:
-        names = sorted(n for n in os.listdir(paths.spool) if n.endswith(".jsonl"))
-    except FileNotFoundError:
-        return report
-    for name in names:
-        path = paths.spool / name
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            if os.fstat(fd).st_mtime > cutoff:
-                continue
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if not _fully_indexed(fd, known.get(name)):
-                report.segments_kept_unindexed.append(name)
-                continue
-            if os.stat(path, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
-                continue  # replaced meanwhile: not the file that was indexed
-            # Retire first: a segment that vanishes while still tracked is reported as lost.
-            store.retire_file(conn, known[name].file_id)
-            os.unlink(path)
-            report.segments_deleted.append(name)
-        except OSError as e:
-            log.warning("retention: cannot check or delete %s: %s", path, e)
-        finally:
-            os.close(fd)
-    return report
 
 
 def prune_index(
@@ -107,7 +52,6 @@ def prune_index(
         for sid in gone:
             for table in ("sessions", "agents", "agent_aliases", "dirty_views"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id=?", (sid,))
-        conn.execute("DELETE FROM quarantine WHERE ts_ns<?", (cutoff_ns,))
         if entries or gone:
             view_rebuild.request(conn)
     if entries or gone:
@@ -125,6 +69,7 @@ def run_retention(
 ) -> RetentionReport:
     """One retention pass: spool first, then the index (if `[retention] index_days` > 0)."""
     report = prune_spool(conn, paths, config.retention.spool_hours, now)
+    report.quarantined_deleted = prune_quarantine(conn, config.retention.quarantine_days, now)
     report.entries_deleted, report.sessions_deleted = prune_index(
         conn, paths, config.retention.index_days, now
     )
@@ -157,10 +102,3 @@ def start_retention_job(daemon: Daemon) -> threading.Thread:
     thread = threading.Thread(target=loop, name="ctxd-retention", daemon=True)
     thread.start()
     return thread
-
-
-def _fully_indexed(fd: int, stored: FileState | None) -> bool:
-    if stored is None:
-        return False
-    seen = observe(fd, stored.offset)
-    return decide(stored, seen) is Action.CONTINUE and seen.size == stored.offset

@@ -1,0 +1,124 @@
+"""Decoded views of text for secret matching: JSON and URL escapes, and base64 blobs."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from urllib.parse import unquote
+
+__all__ = [
+    "HIDING_ESCAPE",
+    "base64_blobs",
+    "base64_texts",
+    "decode_base64",
+    "may_hide",
+    "unescape",
+]
+
+# Escapes that can hide a printable ASCII character, so a key's letters (`sk\u002dant`,
+# `%41KIA`, `https:\/\/`). Control characters and non-ASCII escapes (`\u001b`, `\u00e9`) cannot
+# be part of a key, so they do not send a text down the slower decoded path.
+HIDING_ESCAPE = re.compile(
+    rb"\\u00[2-7][0-9A-Fa-f]|\\x[2-7][0-9A-Fa-f]|\\/|%[2-7][0-9A-Fa-f]"
+)
+_ESCAPE = re.compile(
+    r"\\u[0-9A-Fa-f]{4}(?:\\u[0-9A-Fa-f]{4})?|\\x[0-9A-Fa-f]{2}|\\[/nrtbf\"\\]"
+    r"|(?:%[0-9A-Fa-f]{2})+"
+)
+_SIMPLE = {"/": "/", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "\\": "\\"}
+# A blob long enough to hide a key (standard or URL-safe alphabet, optional padding).
+# finditer finds each run at its leftmost character and the greedy class takes it whole, so
+# no lookarounds are needed (they would make the scan several times slower).
+_BASE64 = re.compile(r"(?:^|(?<=[^A-Za-z0-9+/_=-]))[A-Za-z0-9+/_-]{24,}={0,2}")
+_BASE64_BYTES = re.compile(_BASE64.pattern.encode())
+_MAX_BLOB_CHARS = 1 << 16
+_HEX = re.compile(r"[0-9a-fA-F]+=*")
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # what text does not hold
+
+
+def may_hide(data: bytes) -> bool:
+    """True if data holds an escape that may hide part of a key."""
+    return HIDING_ESCAPE.search(data) is not None
+
+
+def _one(m: re.Match[str]) -> str:
+    s = m.group()
+    if s[0] == "%":
+        return unquote(s, errors="surrogateescape")
+    if s[1] == "u":
+        try:
+            value: str = json.loads(f'"{s}"')
+        except ValueError:
+            return s
+        return value
+    if s[1] == "x":
+        return chr(int(s[2:], 16))
+    return _SIMPLE[s[1]]
+
+
+def unescape(text: str, rounds: int = 3) -> str:
+    """text with JSON (`\\u0041`, `\\/`, `\\n`), `\\x41` and URL (`%41`) escapes decoded,
+    repeatedly (a value URL-encoded twice, or JSON inside JSON), up to `rounds` times."""
+    for _ in range(rounds):
+        decoded = _ESCAPE.sub(_one, text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
+
+
+def _plausible(run: str) -> bool:
+    """False for runs that are evidently no base64: paths (a `/` every few characters),
+    snake_case or kebab-case names, one-case words and hex digests. Base64 of text mixes
+    upper and lower case, and holds each of `/`, `+`, `-`, `_` once in 64 characters."""
+    if len(run) > _MAX_BLOB_CHARS:
+        return False
+    limit = 2 + len(run) // 24
+    if run.count("/") > limit or run.count("_") + run.count("-") > limit:
+        return False
+    return not (run.islower() or run.isupper() or _HEX.fullmatch(run))
+
+
+def base64_blobs(text: str) -> list[tuple[int, int]]:
+    """Spans of base64-looking runs long enough to hide a key."""
+    return [m.span() for m in _BASE64.finditer(text) if _plausible(m.group())]
+
+
+def base64_texts(data: bytes, starts: list[int]) -> list[str]:
+    """The texts that the base64-looking runs starting at `starts` in data decode to (runs
+    that decode to binary, such as hashes and paths, are left out)."""
+    texts = []
+    for start in starts:
+        m = _BASE64_BYTES.match(data, start)
+        if m is None:
+            continue
+        run = m.group().decode("ascii")
+        if _plausible(run):
+            text = decode_base64(run)
+            if text is not None:
+                texts.append(text)
+    return texts
+
+
+def decode_base64(blob: str) -> str | None:
+    """The text a base64 blob encodes, or None when it is not text (a hash, a path, binary)."""
+    raw = blob.rstrip("=")
+    if len(raw) % 4 == 1:  # no whole blob ends so: a clipped one, its last character dropped
+        raw = raw[:-1]
+    padded = raw + "=" * (-len(raw) % 4)
+    try:
+        if "-" in raw or "_" in raw:
+            data = base64.urlsafe_b64decode(padded)
+        else:
+            data = base64.b64decode(padded, validate=True)
+        if _CONTROL.search(data) is not None:
+            return None
+        # A blob clipped with its text may end inside a character: that one is replaced.
+        text = data.decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return None
+    if text.count("\ufffd") > 2:
+        return None
+    return text or None

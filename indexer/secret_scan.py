@@ -1,0 +1,134 @@
+"""Find secrets in decoded text: one multi-pattern probe pass, then the rules it points at."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable
+
+from indexer.decoded import HIDING_ESCAPE
+from indexer.secret_rules import RULES, is_placeholder
+
+__all__ = ["HIDDEN", "engine", "find_secrets", "probe", "probe_rules", "use_engine"]
+
+_SECRET_GROUPS = ("s", "s2", "s3")
+
+
+# Besides the rules, the same pass reports escapes that may hide a key's characters (one id
+# after the rules) and the start of every run of base64 characters long enough to hide a key:
+# the run pattern is anchored on the character before the run, so it matches once per run.
+HIDDEN = len(RULES)
+_RUN_ID = HIDDEN + 1
+_RUN_MIN = 24
+_RUN_START = rb"(?:^|[^A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{%d}" % _RUN_MIN
+_Probe = Callable[[bytes], tuple[set[int], list[int]]]
+
+
+def _re_engine() -> _Probe:
+    """Python `re` fallback: one alternation of every probe, one named group per rule."""
+    alternation = re.compile(
+        "|".join(f"(?P<r{i}>{'|'.join(rule.probes)})" for i, rule in enumerate(RULES)).encode(),
+        re.IGNORECASE,
+    )
+    runs = re.compile(rb"[^A-Za-z0-9+/_=-][A-Za-z0-9+/_-]{%d}" % _RUN_MIN)
+
+    def probe(data: bytes) -> tuple[set[int], list[int]]:
+        hits = {int(m.lastgroup[1:]) for m in alternation.finditer(data) if m.lastgroup}
+        if HIDING_ESCAPE.search(data):
+            hits.add(HIDDEN)
+        starts = [m.end() - _RUN_MIN - 1 for m in runs.finditer(b" " + data)]
+        return hits, starts
+
+    return probe
+
+
+def _hyperscan_engine() -> _Probe:
+    """Hyperscan: all probes in one database, one pass over the bytes whatever their number."""
+    import hyperscan
+
+    expressions, ids = [], []
+    for i, rule in enumerate(RULES):
+        for p in rule.probes:
+            expressions.append(p.encode())
+            ids.append(i)
+    expressions += [HIDING_ESCAPE.pattern, _RUN_START]
+    ids += [HIDDEN, _RUN_ID]
+    once = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
+    flags = [once] * (len(ids) - 1) + [0]
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags)
+    lock = threading.Lock()  # one scratch space per database: scans may not overlap
+
+    def probe(data: bytes) -> tuple[set[int], list[int]]:
+        hits: set[int] = set()
+        starts: list[int] = []
+
+        def on_match(rule_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            if rule_id == _RUN_ID:
+                starts.append(to - _RUN_MIN)
+            else:
+                hits.add(rule_id)
+
+        with lock:
+            db.scan(data, match_event_handler=on_match)
+        return hits, starts
+
+    return probe
+
+
+_engine: list[tuple[str, _Probe]] = []
+
+
+def use_engine(name: str) -> str:
+    """Select the probe engine ("hyperscan" or "re"); returns the one in use. Without a
+    hyperscan wheel for the platform the same rules run with the slower `re` probe."""
+    if name == "hyperscan":
+        try:
+            _engine[:] = [("hyperscan", _hyperscan_engine())]
+            return "hyperscan"
+        except ImportError:
+            pass
+    _engine[:] = [("re", _re_engine())]
+    return "re"
+
+
+def engine() -> str:
+    """The name of the probe engine in use."""
+    return _engine[0][0]
+
+
+def probe(data: bytes) -> tuple[set[int], list[int]]:
+    """One pass over data: the indexes in RULES of the rules whose probe occurs (the rules
+    worth running; HIDDEN if an escape may hide a key), and where base64-looking runs start."""
+    return _engine[0][1](data)
+
+
+def probe_rules(data: bytes) -> set[int]:
+    """The rule indexes of probe(data)."""
+    return _engine[0][1](data)[0]
+
+
+# CTXD_REDACT_ENGINE=re forces the fallback (the benchmark compares both).
+use_engine("re" if os.environ.get("CTXD_REDACT_ENGINE") == "re" else "hyperscan")
+
+
+def find_secrets(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of every secret the rules find in text, in no particular order."""
+    data = text.encode("utf-8", "surrogatepass")
+    hits = probe_rules(data)
+    if not hits:
+        return []
+    found: list[tuple[int, int, str]] = []
+    for i in sorted(hits - {HIDDEN}):
+        rule = RULES[i]
+        for m in rule.pattern.finditer(text):
+            group = next((g for g in _SECRET_GROUPS if g in m.re.groupindex and m.group(g)), None)
+            start, end = m.span(group) if group else m.span()
+            value = text[start:end]
+            if start == end or is_placeholder(value):
+                continue
+            if rule.check is not None and not rule.check(value):
+                continue
+            found.append((start, end, rule.kind))
+    return found

@@ -1,0 +1,122 @@
+"""Spool and quarantine retention that needs no daemon: run by the writer after ingest passes."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from indexer import store
+from indexer.paths import StatePaths
+from indexer.tailer import Action, FileState, decide, observe
+
+__all__ = [
+    "RetentionReport",
+    "delete_segment",
+    "prune_quarantine",
+    "prune_spool",
+    "retention_due",
+]
+
+log = logging.getLogger("ctxd.retention")
+
+
+@dataclass
+class RetentionReport:
+    """What one retention run deleted (and kept, with why)."""
+
+    segments_deleted: list[str] = field(default_factory=list)
+    segments_kept_unindexed: list[str] = field(default_factory=list)
+    entries_deleted: int = 0
+    sessions_deleted: int = 0
+    quarantined_deleted: int = 0
+
+
+def prune_spool(
+    conn: sqlite3.Connection, paths: StatePaths, spool_hours: float, now: float | None = None
+) -> RetentionReport:
+    """Delete segments older than `spool_hours` whose every byte is indexed.
+
+    The caller must hold the writer lock (the daemon's index lock): then the offsets read here
+    cannot move. Each segment is deleted under its own append flock after re-checking that it
+    is still exactly as indexed, so a hook appending at that moment either lands before (and
+    the segment is kept) or reopens a fresh segment after the unlink (hook.append_line).
+    """
+    report = RetentionReport()
+    cutoff = (now if now is not None else time.time()) - spool_hours * 3600
+    known = store.active_files(conn)
+    try:
+        names = sorted(n for n in os.listdir(paths.spool) if n.endswith(".jsonl"))
+    except FileNotFoundError:
+        return report
+    for name in names:
+        is_old = lambda fd: os.fstat(fd).st_mtime <= cutoff  # noqa: E731
+        delete_segment(conn, paths, name, known.get(name), report, is_old)
+    return report
+
+
+def delete_segment(
+    conn: sqlite3.Connection,
+    paths: StatePaths,
+    name: str,
+    stored: FileState | None,
+    report: RetentionReport,
+    wanted: Callable[[int], bool],
+) -> None:
+    """Delete one spool segment if `wanted(fd)` and every byte of it is indexed (the caller
+    holds the writer lock), under the segment's append flock; record what was done."""
+    path = paths.spool / name
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if not wanted(fd):
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not _fully_indexed(fd, stored):
+            report.segments_kept_unindexed.append(name)
+            return
+        if os.stat(path, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
+            return  # replaced meanwhile: not the file that was indexed
+        if stored is not None:
+            # Retire first: a segment that vanishes while still tracked is reported as lost.
+            store.retire_file(conn, stored.file_id)
+        os.unlink(path)
+        report.segments_deleted.append(name)
+    except OSError as e:
+        log.warning("retention: cannot check or delete %s: %s", path, e)
+    finally:
+        os.close(fd)
+
+
+def retention_due(conn: sqlite3.Connection, interval_s: float, now: float) -> bool:
+    """True (and the run recorded) if no retention ran in the last `interval_s`."""
+    last = float(store.get_meta(conn, "retention_ns", "0")) / 1e9
+    if now - last < interval_s:
+        return False
+    with store.transaction(conn):
+        store.set_meta(conn, "retention_ns", str(int(now * 1e9)))
+    return True
+
+
+def prune_quarantine(
+    conn: sqlite3.Connection, quarantine_days: float, now: float | None = None
+) -> int:
+    """Delete quarantined lines older than `quarantine_days` (0 = keep them); return how many."""
+    if quarantine_days <= 0:
+        return 0
+    cutoff_ns = int(((now if now is not None else time.time()) - quarantine_days * 86400) * 1e9)
+    with store.transaction(conn):
+        return int(conn.execute("DELETE FROM quarantine WHERE ts_ns<?", (cutoff_ns,)).rowcount)
+
+
+def _fully_indexed(fd: int, stored: FileState | None) -> bool:
+    if stored is None:
+        return False
+    seen = observe(fd, stored.offset)
+    return decide(stored, seen) is Action.CONTINUE and seen.size == stored.offset

@@ -1,0 +1,30 @@
+"""Reading inside the state directory without following symlinks (standard library only)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+__all__ = ["is_plain_dir", "read_nofollow"]
+
+
+def is_plain_dir(path: str) -> bool | None:
+    """True for a real directory, False for a symlink or anything else, None if missing."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+
+
+def read_nofollow(path: str) -> bytes:
+    """The bytes of a regular file; a symlink in its place is an error (ELOOP)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
