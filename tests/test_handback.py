@@ -32,7 +32,14 @@ def event(project: Path, name: str, session_id: str = SID, **extra: Any) -> byte
 
 
 def feed(state: Path, project: Path, payloads: list[bytes]) -> list[str]:
-    """Run the real hook for each payload; return what it printed."""
+    """Run the real hook for each payload; return what it printed.
+
+    A state directory made here has the PreCompact builder off, so that SessionStart's own
+    build path is what runs (test_compaction_takes_the_prebuilt_path covers the builder).
+    """
+    if not state.exists():
+        state.mkdir(mode=0o700)
+        (state / "config.toml").write_text("[resume]\nprebuild = false\n")
     env = hook_env(state)
     out = []
     for p in payloads:
@@ -413,9 +420,9 @@ def test_compaction_takes_the_prebuilt_path(tmp_path: Path, with_daemon: bool) -
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
     daemons = Daemons()
+    state.mkdir(mode=0o700)  # the default config: the builder is on
     try:
         if with_daemon:
-            state.mkdir(mode=0o700)
             daemons.start(state)
         feed(state, project, [*work(project)[1:5],
                               event(project, "PreCompact", trigger="auto", custom_instructions="")])
