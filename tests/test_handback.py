@@ -216,8 +216,14 @@ BOUNDARY = {"type": "system", "subtype": "compact_boundary", "content": "Convers
 
 
 def notes_attachment(text: str) -> dict[str, Any]:
-    return {"type": "attachment", "attachment": {"type": "hook_additional_context",
-                                                  "content": [text], "hookName": "SessionStart"}}
+    return {
+        "type": "attachment",
+        "attachment": {
+            "type": "hook_additional_context",
+            "content": [text],
+            "hookName": "SessionStart",
+        },
+    }
 
 
 def context_of(stdout: str) -> str:
@@ -228,11 +234,25 @@ def work(project: Path) -> list[bytes]:
     return [
         event(project, "SessionStart", source="startup"),
         event(project, "UserPromptSubmit", prompt="fix the csv export in src/export.py"),
-        event(project, "PreToolUse", tool_name="Edit", tool_use_id="toolu_e1",
-              tool_input={"file_path": str(project / "src/export.py"), "old_string": "a",
-                          "new_string": "b"}),
-        event(project, "PostToolUse", tool_name="Edit", tool_use_id="toolu_e1",
-              tool_input={"file_path": str(project / "src/export.py")}, tool_response={}),
+        event(
+            project,
+            "PreToolUse",
+            tool_name="Edit",
+            tool_use_id="toolu_e1",
+            tool_input={
+                "file_path": str(project / "src/export.py"),
+                "old_string": "a",
+                "new_string": "b",
+            },
+        ),
+        event(
+            project,
+            "PostToolUse",
+            tool_name="Edit",
+            tool_use_id="toolu_e1",
+            tool_input={"file_path": str(project / "src/export.py")},
+            tool_response={},
+        ),
         event(project, "Stop", stop_hook_active=False, last_assistant_message="Edited."),
         event(project, "SessionEnd", reason="other"),
     ]
@@ -247,28 +267,46 @@ def test_notes_arrive_once_across_compact_and_resumes(tmp_path: Path) -> None:
     transcript(path, {"type": "user", "message": {"role": "user", "content": "fix it"}})
     feed(state, project, work(project))
     outs = feed(state, project, [event(project, "SessionStart", source="resume")])
-    outs += feed(state, project, [
-        event(project, "PreCompact", trigger="manual", custom_instructions=""),
-        event(project, "SubagentStop", agent_id="a0c0ffee", agent_type="",
-              last_assistant_message=COMPACT_TEXT),
-        event(project, "SessionStart", source="compact"),
-    ])
+    outs += feed(
+        state,
+        project,
+        [
+            event(project, "PreCompact", trigger="manual", custom_instructions=""),
+            event(
+                project,
+                "SubagentStop",
+                agent_id="a0c0ffee",
+                agent_type="",
+                last_assistant_message=COMPACT_TEXT,
+            ),
+            event(project, "SessionStart", source="compact"),
+        ],
+    )
     handed = context_of(outs[-1])
     assert handed.startswith("ctxd notes for session")
     transcript(path, {"type": "user"}, BOUNDARY, notes_attachment(handed))
-    outs += feed(state, project, [
-        event(project, "PostCompact", trigger="manual", compact_summary=COMPACT_TEXT),
-        event(project, "SessionEnd", reason="other"),
-        event(project, "SessionStart", source="resume"),
-        event(project, "UserPromptSubmit", prompt="and now the tests"),
-        event(project, "SessionEnd", reason="other"),
-        event(project, "SessionStart", source="resume"),
-    ])
+    outs += feed(
+        state,
+        project,
+        [
+            event(project, "PostCompact", trigger="manual", compact_summary=COMPACT_TEXT),
+            event(project, "SessionEnd", reason="other"),
+            event(project, "SessionStart", source="resume"),
+            event(project, "UserPromptSubmit", prompt="and now the tests"),
+            event(project, "SessionEnd", reason="other"),
+            event(project, "SessionStart", source="resume"),
+        ],
+    )
     injected = [context_of(o) for o in outs if o]
     assert injected == [handed]
-    log = [json.loads(x) for x in (state / "resume" / SID / "starts.jsonl").read_text().splitlines()]
+    log = [
+        json.loads(x) for x in (state / "resume" / SID / "starts.jsonl").read_text().splitlines()
+    ]
     assert [(r["source"], r["injected"]) for r in log] == [
-        ("startup", False), ("resume", False), ("compact", True), ("resume", False),
+        ("startup", False),
+        ("resume", False),
+        ("compact", True),
+        ("resume", False),
         ("resume", False),
     ]
     assert all(r["reason"] for r in log)
@@ -292,15 +330,24 @@ def test_low_confidence_compaction_is_never_silent_and_preview_matches(tmp_path:
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
     edits = [
-        event(project, "PreToolUse", tool_name="Edit", tool_use_id=f"toolu_p{n}",
-              tool_input={"file_path": str(project / f"f{n}.py")})
+        event(
+            project,
+            "PreToolUse",
+            tool_name="Edit",
+            tool_use_id=f"toolu_p{n}",
+            tool_input={"file_path": str(project / f"f{n}.py")},
+        )
         for n in range(5)
     ]
-    feed(state, project, [
-        event(project, "UserPromptSubmit", prompt="rename the exporter module"),
-        *edits,
-        event(project, "PreCompact", trigger="auto", custom_instructions=""),
-    ])
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", prompt="rename the exporter module"),
+            *edits,
+            event(project, "PreCompact", trigger="auto", custom_instructions=""),
+        ],
+    )
     preview = run_cli("resume", SID[:8], "--preview", "--source", "compact", state_dir=state)
     assert preview.returncode == 0, preview.stderr
     assert "would hand back" in preview.stderr and "compacted" in preview.stderr
@@ -318,10 +365,14 @@ def test_resume_package_is_the_sessions_own(tmp_path: Path) -> None:
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
     other = "3651203b-0000-4000-8000-000000000000"
-    feed(state, project, [
-        event(project, "UserPromptSubmit", session_id=other, prompt="work on billing"),
-        event(project, "UserPromptSubmit", prompt="look at the exporter"),
-    ])
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", session_id=other, prompt="work on billing"),
+            event(project, "UserPromptSubmit", prompt="look at the exporter"),
+        ],
+    )
     assert run_cli("ingest", state_dir=state).returncode == 0
     (state / "context").mkdir(exist_ok=True)
     (state / "context" / "running-summary.json").write_text(
@@ -335,22 +386,33 @@ def test_resume_package_is_the_sessions_own(tmp_path: Path) -> None:
 def test_low_confidence_compaction_is_not_silent(tmp_path: Path) -> None:
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
-    feed(state, project, [
-        event(project, "UserPromptSubmit", prompt="rename the exporter module"),
-        *[
-            event(project, "PreToolUse", tool_name="Edit", tool_use_id=f"toolu_p{n}",
-                  tool_input={"file_path": str(project / f"f{n}.py")})
-            for n in range(5)
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", prompt="rename the exporter module"),
+            *[
+                event(
+                    project,
+                    "PreToolUse",
+                    tool_name="Edit",
+                    tool_use_id=f"toolu_p{n}",
+                    tool_input={"file_path": str(project / f"f{n}.py")},
+                )
+                for n in range(5)
+            ],
+            event(project, "PreCompact", trigger="auto", custom_instructions=""),
         ],
-        event(project, "PreCompact", trigger="auto", custom_instructions=""),
-    ])
+    )
     (out,) = feed(state, project, [event(project, "SessionStart", source="compact")])
     assert "rename the exporter module" in context_of(out)
 
 
 # --- text worth its tokens ---------------------------------------------------------------
 
-ANSI_ERROR = "Exit code 1\n\x1b[31m✘ \x1b[41;31m[ERROR]\x1b[0m Could not resolve \"./gone\"\ufffd\ufffd"
+ANSI_ERROR = (
+    'Exit code 1\n\x1b[31m✘ \x1b[41;31m[ERROR]\x1b[0m Could not resolve "./gone"\ufffd\ufffd'
+)
 
 
 def test_notes_text_is_clean_and_says_each_fact_once(tmp_path: Path) -> None:
@@ -360,29 +422,80 @@ def test_notes_text_is_clean_and_says_each_fact_once(tmp_path: Path) -> None:
     gone = str(project / "src" / "deleted.py")  # edited, then deleted: stays in the list
     kept = str(project / "src" / "kept.py")
     build = {"command": "npm run build", "description": "Build"}
-    feed(state, project, [
-        event(project, "UserPromptSubmit", prompt="continue"),
-        event(project, "UserPromptSubmit", prompt="make the build pass again"),
-        event(project, "PreToolUse", tool_name="ToolSearch", tool_use_id="toolu_ts",
-              tool_input={"query": "select:TaskCreate"}),
-        event(project, "PostToolUse", tool_name="ToolSearch", tool_use_id="toolu_ts",
-              tool_input={"query": "select:TaskCreate"}, tool_response={}),
-        event(project, "PostToolUse", tool_name="Edit", tool_use_id="toolu_ed",
-              tool_input={"file_path": gone}, tool_response={}),
-        event(project, "PostToolUse", tool_name="Read", tool_use_id="toolu_rd",
-              tool_input={"file_path": kept}, tool_response={}),
-        event(project, "PostToolUseFailure", tool_name="Bash", tool_use_id="toolu_b1",
-              tool_input=build, error=ANSI_ERROR, is_interrupt=False),
-        event(project, "PostToolUseFailure", tool_name="Bash", tool_use_id="toolu_b2",
-              tool_input={"command": "npm test"},
-              error="Sibling tool call errored", is_interrupt=False),
-        event(project, "PostToolUseFailure", tool_name="Bash", tool_use_id="toolu_b3",
-              tool_input={"command": "sleep 100"}, error="Interrupted by user",
-              is_interrupt=True),
-        event(project, "PreCompact", trigger="auto", custom_instructions=""),
-        event(project, "SubagentStop", agent_id="a0c0ffee", agent_type="",
-              last_assistant_message=COMPACT_TEXT),
-    ])
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", prompt="continue"),
+            event(project, "UserPromptSubmit", prompt="make the build pass again"),
+            event(
+                project,
+                "PreToolUse",
+                tool_name="ToolSearch",
+                tool_use_id="toolu_ts",
+                tool_input={"query": "select:TaskCreate"},
+            ),
+            event(
+                project,
+                "PostToolUse",
+                tool_name="ToolSearch",
+                tool_use_id="toolu_ts",
+                tool_input={"query": "select:TaskCreate"},
+                tool_response={},
+            ),
+            event(
+                project,
+                "PostToolUse",
+                tool_name="Edit",
+                tool_use_id="toolu_ed",
+                tool_input={"file_path": gone},
+                tool_response={},
+            ),
+            event(
+                project,
+                "PostToolUse",
+                tool_name="Read",
+                tool_use_id="toolu_rd",
+                tool_input={"file_path": kept},
+                tool_response={},
+            ),
+            event(
+                project,
+                "PostToolUseFailure",
+                tool_name="Bash",
+                tool_use_id="toolu_b1",
+                tool_input=build,
+                error=ANSI_ERROR,
+                is_interrupt=False,
+            ),
+            event(
+                project,
+                "PostToolUseFailure",
+                tool_name="Bash",
+                tool_use_id="toolu_b2",
+                tool_input={"command": "npm test"},
+                error="Sibling tool call errored",
+                is_interrupt=False,
+            ),
+            event(
+                project,
+                "PostToolUseFailure",
+                tool_name="Bash",
+                tool_use_id="toolu_b3",
+                tool_input={"command": "sleep 100"},
+                error="Interrupted by user",
+                is_interrupt=True,
+            ),
+            event(project, "PreCompact", trigger="auto", custom_instructions=""),
+            event(
+                project,
+                "SubagentStop",
+                agent_id="a0c0ffee",
+                agent_type="",
+                last_assistant_message=COMPACT_TEXT,
+            ),
+        ],
+    )
     (out,) = feed(state, project, [event(project, "SessionStart", source="compact")])
     text = context_of(out)
     assert not [c for c in text if (ord(c) < 32 and c not in "\n\t") or c == "\ufffd"]
@@ -424,14 +537,29 @@ def test_compaction_takes_the_prebuilt_path(tmp_path: Path, with_daemon: bool) -
     try:
         if with_daemon:
             daemons.start(state)
-        feed(state, project, [*work(project)[1:5],
-                              event(project, "PreCompact", trigger="auto", custom_instructions="")])
+        feed(
+            state,
+            project,
+            [
+                *work(project)[1:5],
+                event(project, "PreCompact", trigger="auto", custom_instructions=""),
+            ],
+        )
         poll(lambda: _state_trigger(state) == "pre_compact", 30)  # while the model compacts
-        feed(state, project, [
-            event(project, "SubagentStop", agent_id="a0c0ffee", agent_type="",
-                  last_assistant_message=COMPACT_TEXT),
-            event(project, "PostCompact", trigger="auto", compact_summary=COMPACT_TEXT),
-        ])
+        feed(
+            state,
+            project,
+            [
+                event(
+                    project,
+                    "SubagentStop",
+                    agent_id="a0c0ffee",
+                    agent_type="",
+                    last_assistant_message=COMPACT_TEXT,
+                ),
+                event(project, "PostCompact", trigger="auto", compact_summary=COMPACT_TEXT),
+            ],
+        )
         (out,) = feed(state, project, [event(project, "SessionStart", source="compact")])
     finally:
         daemons.stop_all()
