@@ -4,6 +4,7 @@ see them, one current copy of the notes, never silent (real hook, real CLI, real
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -566,3 +567,16 @@ def test_compaction_takes_the_prebuilt_path(tmp_path: Path, with_daemon: bool) -
     assert "fix the csv export" in context_of(out)
     log = json.loads((state / "resume" / SID / "starts.jsonl").read_text().splitlines()[-1])
     assert log["reason"].endswith("(prebuilt)"), log
+
+
+def test_demo_numbers_agree() -> None:
+    """The demo's summary says "compacted" only with a count, and its failure figures match."""
+    out = run_cli("demo", timeout=300)
+    assert out.returncode == 0, out.stderr
+    session = next(ln for ln in out.stdout.splitlines() if ln.startswith("Session "))
+    assert "0 compactions" not in session and "compactions, compacted" not in session
+    failed = int(re.search(r"(\d+) failed tool calls", session).group(1))  # type: ignore[union-attr]
+    remembered = re.search(
+        r"Distinct failures remembered: \d+ \(from (\d+) failed calls\)", out.stdout
+    )
+    assert remembered and int(remembered.group(1)) == failed
