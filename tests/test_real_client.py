@@ -191,6 +191,9 @@ def test_real_client_session(tmp_path: Path, with_daemon: bool) -> None:
         marks["resume1"] = len(standin.requests)
         _run(claude, project, env, "Anything else?", "--resume", sid)
         marks["resume2"] = len(standin.requests)
+        # A new session of the same project starts with the project's memory (open tasks).
+        fresh = _run(claude, project, env, "Hello again")
+        assert fresh != sid
     finally:
         daemons.stop_all()
         server.shutdown()
@@ -212,9 +215,17 @@ def test_real_client_session(tmp_path: Path, with_daemon: bool) -> None:
     # After each compaction: exactly one copy, the one recorded for that compaction.
     after_auto = [_copies(b) for i, b in main if auto < i < marks["run1"]]
     assert after_auto and all(len(c) == 1 for c in after_auto), after_auto
-    later = [_copies(b) for i, b in main if i > manual]
+    later = [_copies(b) for i, b in main if manual < i < marks["resume2"]]
     assert later and all(len(c) == 1 for c in later), later
     assert later[0] != after_auto[0]  # the manual compaction's notes replaced the first ones
+
+    # The new session: the project memory once, with the task left open; no session notes.
+    startup = [b for i, b in main if i >= marks["resume2"]]
+    assert startup
+    for body in startup:
+        sent = json.dumps(body["messages"], ensure_ascii=False)
+        assert sent.count("ctxd project memory") == 1 and "Document the export" in sent
+        assert "Fix the CSV export (" not in sent and _copies(body) == []
 
     # The index: every event and agent where it belongs.
     state = project / ".ctxd"
