@@ -344,6 +344,13 @@ def _notes(
         timeout_s *= 0.5
     folder = _build_within(state_dir, session_id, source, timeout_s)
     if not folder:
+        from summarizer.fallback_notes import fallback_notes
+        from summarizer.handback import NOTES_HEAD
+
+        # Never silent: the latest request, tasks and files from the spool's tail.
+        quick = "" if source == "clear" else fallback_notes(state_dir, session_id, NOTES_HEAD)
+        if quick:
+            return quick, session_id, "from the spool's tail: the full notes were not ready"
         return "", "", f"no recorded history, or the build did not finish within {timeout_s:g} s"
     text = take_context(folder, consume=consume)
     return text or "", os.path.basename(folder), "built now"
