@@ -339,11 +339,40 @@ def _notes(
             )
             if text is not None:
                 return text, other, "prebuilt when that session ended"
+    if source == "compact":
+        # A daemon or the builder PreCompact started holds the writer lock and is writing this
+        # compaction's notes: wait for them rather than build the same thing in parallel.
+        waited = _wait_for_prebuilt(state_dir, session_id, newest, timeout_s * 0.5, consume)
+        if waited is not None:
+            return waited, session_id, "prebuilt, waited for the builder"
+        timeout_s *= 0.5
     folder = _build_within(state_dir, session_id, source, timeout_s)
     if not folder:
+        from summarizer.fallback_notes import fallback_notes
+        from summarizer.handback import NOTES_HEAD
+
+        # Never silent: the latest request, tasks and files from the spool's tail.
+        quick = "" if source == "clear" else fallback_notes(state_dir, session_id, NOTES_HEAD)
+        if quick:
+            return quick, session_id, "from the spool's tail: the full notes were not ready"
         return "", "", f"no recorded history, or the build did not finish within {timeout_s:g} s"
     text = take_context(folder, consume=consume)
     return text or "", os.path.basename(folder), "built now"
+
+
+def _wait_for_prebuilt(
+    state_dir: str, session_id: str, newest: int, wait_s: float, consume: bool
+) -> str | None:
+    from indexer.locks import lock_is_held
+
+    folder = os.path.join(state_dir, "resume", session_id)
+    deadline = time.monotonic() + wait_s
+    while lock_is_held(os.path.join(state_dir, "daemon.lock")):
+        text = take_context(folder, newer_than_ns=newest, consume=consume)
+        if text is not None or time.monotonic() >= deadline:
+            return text
+        time.sleep(0.02)
+    return take_context(folder, newer_than_ns=newest, consume=consume)
 
 
 def take_context(

@@ -284,13 +284,13 @@ def build_state(
     decisions: list[str] = []
     constraints: list[str] = []
     if memory is not None:
-        # Only decisions stated as such ("decided", "going with", `ctxd emit decision`), not
-        # a task description or a request that happens to match a looser pattern.
+        # A request or Claude Code's summary counts only where it states a decision outright
+        # ("decided", "going with"): a user's task description is not a decision.
         stated = [
             d
             for d in memory.decisions
             if not d.source
-            or "explicit" in d.source.split(",")
+            or set(d.source.split(",")) - {"user_prompt", "compact_summary"}
             or STRONG_DECISION_RE.search(d.decision)
         ]
         ranked = sorted(stated, key=lambda d: -d.score)

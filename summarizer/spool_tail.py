@@ -15,8 +15,9 @@ TAIL_BYTES = 1 << 20  # read at most this much of the spool's end
 # Lines that do not change what a resume state says (or that SessionStart itself writes).
 IGNORED_EVENTS = (b"SessionStart", b"PostCompact", b"Notification")
 # The compaction's own SubagentStop (indexer.normalize.is_internal_stop) only repeats what
-# the state already holds; Claude Code writes compact JSON, so the empty type reads like this.
-_INTERNAL_STOP = b'"agent_type":""'
+# the state already holds: an empty agent_type (Claude Code writes compact JSON; a line
+# written by another client may have a space after the colon).
+_INTERNAL_STOPS = (b'"agent_type":""', b'"agent_type": ""')
 _HEAD = b'{"ctxd":1,"ts_ns":'
 _EVENT_KEY = b'"hook_event_name"'
 
@@ -61,7 +62,7 @@ def _newest_in(data: bytes, needle: bytes) -> int:
         if needle not in line or not line.startswith(_HEAD):
             continue
         name = _event_name(line)
-        if name in IGNORED_EVENTS or (name == b"SubagentStop" and _INTERNAL_STOP in line):
+        if name in IGNORED_EVENTS or (name == b"SubagentStop" and _is_internal_stop(line)):
             continue
         end = line.find(b",", len(_HEAD))
         try:
@@ -69,6 +70,10 @@ def _newest_in(data: bytes, needle: bytes) -> int:
         except ValueError:
             continue
     return newest
+
+
+def _is_internal_stop(line: bytes) -> bool:
+    return any(mark in line for mark in _INTERNAL_STOPS)
 
 
 def _event_name(line: bytes) -> bytes:

@@ -68,9 +68,15 @@ def summary_lines(
     if sess:
         title, first_prompt, events, failures, compactions, last_ns, status = sess
         name = f' "{clip(title, 80)}"' if title else ""
+        # The numbers must agree with each other: a session whose compaction was requested
+        # (PreCompact) but not yet reported (PostCompact) is "being compacted", not "compacted
+        # with 0 compactions".
+        state = status
+        if status == "compacted":
+            state = f"compacted {compactions}×" if compactions else "being compacted"
         lines.append(
             f"Session {session_id[:8]}{name}: {events} events, {failures} failed tool calls, "
-            f"{compactions} compactions, {status}, last activity {_iso(int(last_ns))}."
+            f"{state}, last activity {_iso(int(last_ns))}."
         )
         if mine[1]:
             lines.append(f"Latest request: {mine[1]}")
@@ -95,7 +101,11 @@ def summary_lines(
         lines.append("Most edited files: " + ", ".join(f"{clip(p, 80)} ({n})" for p, n in files))
     open_failures = [f for f in memory.failures if not f.resolved]
     if memory.failures:
-        line = f"Failures remembered: {len(memory.failures)}, unresolved: {len(open_failures)}"
+        calls = sum(f.count for f in memory.failures)
+        line = (
+            f"Distinct failures remembered: {len(memory.failures)} (from {calls} failed calls),"
+            f" unresolved: {len(open_failures)}"
+        )
         if open_failures:
             line += f"; latest unresolved: {clip(open_failures[0].description, 200)}"
         lines.append(line + ".")

@@ -110,8 +110,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     sampled = 0
     for i, rec in enumerate(records):
         # Not SessionStart: that hook may build the resume context and so catch up by itself
-        # (ARCHITECTURE §8), which would split the counts `ctxd ingest` reports below.
-        if i % step == 0 and rec.obj.get("hook_event_name") != "SessionStart":
+        # (ARCHITECTURE §8), which would split the counts `ctxd ingest` reports below. Not
+        # PreCompact either: it starts a detached builder that catches up the same way.
+        if i % step == 0 and rec.obj.get("hook_event_name") not in ("SessionStart", "PreCompact"):
             proc = run_hook(rec.raw, env)
             assert proc.returncode == 0, (rec.source, rec.line_no, proc.stderr)
             assert proc.stdout == b"", (rec.source, rec.line_no)
@@ -250,6 +251,13 @@ def test_session_event_and_agent_of_every_entry(corpus: Corpus) -> None:
             )
             if agent_id_of_cc:
                 assert aliases[(session, agent_id_of_cc)] == e["agent_id"], where
+        elif p["hook_event_name"] == "SubagentStop" and p.get("agent_id") and not p.get(
+            "agent_type"
+        ):
+            # Claude Code's own fork (the compaction, a recap): the session's, not an agent's.
+            kinds["compaction"] += 1
+            assert e["agent_id"] == "main", where
+            assert e["event"] in ("compact_summary", "fork_stop"), where
         elif p.get("agent_id"):
             kinds["inside a subagent"] += 1
             assert e["cc_agent_id"] == p["agent_id"], where

@@ -4,6 +4,7 @@ see them, one current copy of the notes, never silent (real hook, real CLI, real
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,14 @@ def event(project: Path, name: str, session_id: str = SID, **extra: Any) -> byte
 
 
 def feed(state: Path, project: Path, payloads: list[bytes]) -> list[str]:
-    """Run the real hook for each payload; return what it printed."""
+    """Run the real hook for each payload; return what it printed.
+
+    A state directory made here has the PreCompact builder off, so that SessionStart's own
+    build path is what runs (test_compaction_takes_the_prebuilt_path covers the builder).
+    """
+    if not state.exists():
+        state.mkdir(mode=0o700)
+        (state / "config.toml").write_text("[resume]\nprebuild = false\n")
     env = hook_env(state)
     out = []
     for p in payloads:
@@ -209,8 +217,14 @@ BOUNDARY = {"type": "system", "subtype": "compact_boundary", "content": "Convers
 
 
 def notes_attachment(text: str) -> dict[str, Any]:
-    return {"type": "attachment", "attachment": {"type": "hook_additional_context",
-                                                  "content": [text], "hookName": "SessionStart"}}
+    return {
+        "type": "attachment",
+        "attachment": {
+            "type": "hook_additional_context",
+            "content": [text],
+            "hookName": "SessionStart",
+        },
+    }
 
 
 def context_of(stdout: str) -> str:
@@ -221,11 +235,25 @@ def work(project: Path) -> list[bytes]:
     return [
         event(project, "SessionStart", source="startup"),
         event(project, "UserPromptSubmit", prompt="fix the csv export in src/export.py"),
-        event(project, "PreToolUse", tool_name="Edit", tool_use_id="toolu_e1",
-              tool_input={"file_path": str(project / "src/export.py"), "old_string": "a",
-                          "new_string": "b"}),
-        event(project, "PostToolUse", tool_name="Edit", tool_use_id="toolu_e1",
-              tool_input={"file_path": str(project / "src/export.py")}, tool_response={}),
+        event(
+            project,
+            "PreToolUse",
+            tool_name="Edit",
+            tool_use_id="toolu_e1",
+            tool_input={
+                "file_path": str(project / "src/export.py"),
+                "old_string": "a",
+                "new_string": "b",
+            },
+        ),
+        event(
+            project,
+            "PostToolUse",
+            tool_name="Edit",
+            tool_use_id="toolu_e1",
+            tool_input={"file_path": str(project / "src/export.py")},
+            tool_response={},
+        ),
         event(project, "Stop", stop_hook_active=False, last_assistant_message="Edited."),
         event(project, "SessionEnd", reason="other"),
     ]
@@ -240,28 +268,46 @@ def test_notes_arrive_once_across_compact_and_resumes(tmp_path: Path) -> None:
     transcript(path, {"type": "user", "message": {"role": "user", "content": "fix it"}})
     feed(state, project, work(project))
     outs = feed(state, project, [event(project, "SessionStart", source="resume")])
-    outs += feed(state, project, [
-        event(project, "PreCompact", trigger="manual", custom_instructions=""),
-        event(project, "SubagentStop", agent_id="a0c0ffee", agent_type="",
-              last_assistant_message=COMPACT_TEXT),
-        event(project, "SessionStart", source="compact"),
-    ])
+    outs += feed(
+        state,
+        project,
+        [
+            event(project, "PreCompact", trigger="manual", custom_instructions=""),
+            event(
+                project,
+                "SubagentStop",
+                agent_id="a0c0ffee",
+                agent_type="",
+                last_assistant_message=COMPACT_TEXT,
+            ),
+            event(project, "SessionStart", source="compact"),
+        ],
+    )
     handed = context_of(outs[-1])
     assert handed.startswith("ctxd notes for session")
     transcript(path, {"type": "user"}, BOUNDARY, notes_attachment(handed))
-    outs += feed(state, project, [
-        event(project, "PostCompact", trigger="manual", compact_summary=COMPACT_TEXT),
-        event(project, "SessionEnd", reason="other"),
-        event(project, "SessionStart", source="resume"),
-        event(project, "UserPromptSubmit", prompt="and now the tests"),
-        event(project, "SessionEnd", reason="other"),
-        event(project, "SessionStart", source="resume"),
-    ])
+    outs += feed(
+        state,
+        project,
+        [
+            event(project, "PostCompact", trigger="manual", compact_summary=COMPACT_TEXT),
+            event(project, "SessionEnd", reason="other"),
+            event(project, "SessionStart", source="resume"),
+            event(project, "UserPromptSubmit", prompt="and now the tests"),
+            event(project, "SessionEnd", reason="other"),
+            event(project, "SessionStart", source="resume"),
+        ],
+    )
     injected = [context_of(o) for o in outs if o]
     assert injected == [handed]
-    log = [json.loads(x) for x in (state / "resume" / SID / "starts.jsonl").read_text().splitlines()]
+    log = [
+        json.loads(x) for x in (state / "resume" / SID / "starts.jsonl").read_text().splitlines()
+    ]
     assert [(r["source"], r["injected"]) for r in log] == [
-        ("startup", False), ("resume", False), ("compact", True), ("resume", False),
+        ("startup", False),
+        ("resume", False),
+        ("compact", True),
+        ("resume", False),
         ("resume", False),
     ]
     assert all(r["reason"] for r in log)
@@ -285,15 +331,24 @@ def test_low_confidence_compaction_is_never_silent_and_preview_matches(tmp_path:
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
     edits = [
-        event(project, "PreToolUse", tool_name="Edit", tool_use_id=f"toolu_p{n}",
-              tool_input={"file_path": str(project / f"f{n}.py")})
+        event(
+            project,
+            "PreToolUse",
+            tool_name="Edit",
+            tool_use_id=f"toolu_p{n}",
+            tool_input={"file_path": str(project / f"f{n}.py")},
+        )
         for n in range(5)
     ]
-    feed(state, project, [
-        event(project, "UserPromptSubmit", prompt="rename the exporter module"),
-        *edits,
-        event(project, "PreCompact", trigger="auto", custom_instructions=""),
-    ])
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", prompt="rename the exporter module"),
+            *edits,
+            event(project, "PreCompact", trigger="auto", custom_instructions=""),
+        ],
+    )
     preview = run_cli("resume", SID[:8], "--preview", "--source", "compact", state_dir=state)
     assert preview.returncode == 0, preview.stderr
     assert "would hand back" in preview.stderr and "compacted" in preview.stderr
@@ -311,10 +366,14 @@ def test_resume_package_is_the_sessions_own(tmp_path: Path) -> None:
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
     other = "3651203b-0000-4000-8000-000000000000"
-    feed(state, project, [
-        event(project, "UserPromptSubmit", session_id=other, prompt="work on billing"),
-        event(project, "UserPromptSubmit", prompt="look at the exporter"),
-    ])
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", session_id=other, prompt="work on billing"),
+            event(project, "UserPromptSubmit", prompt="look at the exporter"),
+        ],
+    )
     assert run_cli("ingest", state_dir=state).returncode == 0
     (state / "context").mkdir(exist_ok=True)
     (state / "context" / "running-summary.json").write_text(
@@ -328,22 +387,33 @@ def test_resume_package_is_the_sessions_own(tmp_path: Path) -> None:
 def test_low_confidence_compaction_is_not_silent(tmp_path: Path) -> None:
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
-    feed(state, project, [
-        event(project, "UserPromptSubmit", prompt="rename the exporter module"),
-        *[
-            event(project, "PreToolUse", tool_name="Edit", tool_use_id=f"toolu_p{n}",
-                  tool_input={"file_path": str(project / f"f{n}.py")})
-            for n in range(5)
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", prompt="rename the exporter module"),
+            *[
+                event(
+                    project,
+                    "PreToolUse",
+                    tool_name="Edit",
+                    tool_use_id=f"toolu_p{n}",
+                    tool_input={"file_path": str(project / f"f{n}.py")},
+                )
+                for n in range(5)
+            ],
+            event(project, "PreCompact", trigger="auto", custom_instructions=""),
         ],
-        event(project, "PreCompact", trigger="auto", custom_instructions=""),
-    ])
+    )
     (out,) = feed(state, project, [event(project, "SessionStart", source="compact")])
     assert "rename the exporter module" in context_of(out)
 
 
 # --- text worth its tokens ---------------------------------------------------------------
 
-ANSI_ERROR = "Exit code 1\n\x1b[31m✘ \x1b[41;31m[ERROR]\x1b[0m Could not resolve \"./gone\"\ufffd\ufffd"
+ANSI_ERROR = (
+    'Exit code 1\n\x1b[31m✘ \x1b[41;31m[ERROR]\x1b[0m Could not resolve "./gone"\ufffd\ufffd'
+)
 
 
 def test_notes_text_is_clean_and_says_each_fact_once(tmp_path: Path) -> None:
@@ -353,29 +423,80 @@ def test_notes_text_is_clean_and_says_each_fact_once(tmp_path: Path) -> None:
     gone = str(project / "src" / "deleted.py")  # edited, then deleted: stays in the list
     kept = str(project / "src" / "kept.py")
     build = {"command": "npm run build", "description": "Build"}
-    feed(state, project, [
-        event(project, "UserPromptSubmit", prompt="continue"),
-        event(project, "UserPromptSubmit", prompt="make the build pass again"),
-        event(project, "PreToolUse", tool_name="ToolSearch", tool_use_id="toolu_ts",
-              tool_input={"query": "select:TaskCreate"}),
-        event(project, "PostToolUse", tool_name="ToolSearch", tool_use_id="toolu_ts",
-              tool_input={"query": "select:TaskCreate"}, tool_response={}),
-        event(project, "PostToolUse", tool_name="Edit", tool_use_id="toolu_ed",
-              tool_input={"file_path": gone}, tool_response={}),
-        event(project, "PostToolUse", tool_name="Read", tool_use_id="toolu_rd",
-              tool_input={"file_path": kept}, tool_response={}),
-        event(project, "PostToolUseFailure", tool_name="Bash", tool_use_id="toolu_b1",
-              tool_input=build, error=ANSI_ERROR, is_interrupt=False),
-        event(project, "PostToolUseFailure", tool_name="Bash", tool_use_id="toolu_b2",
-              tool_input={"command": "npm test"},
-              error="Sibling tool call errored", is_interrupt=False),
-        event(project, "PostToolUseFailure", tool_name="Bash", tool_use_id="toolu_b3",
-              tool_input={"command": "sleep 100"}, error="Interrupted by user",
-              is_interrupt=True),
-        event(project, "PreCompact", trigger="auto", custom_instructions=""),
-        event(project, "SubagentStop", agent_id="a0c0ffee", agent_type="",
-              last_assistant_message=COMPACT_TEXT),
-    ])
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", prompt="continue"),
+            event(project, "UserPromptSubmit", prompt="make the build pass again"),
+            event(
+                project,
+                "PreToolUse",
+                tool_name="ToolSearch",
+                tool_use_id="toolu_ts",
+                tool_input={"query": "select:TaskCreate"},
+            ),
+            event(
+                project,
+                "PostToolUse",
+                tool_name="ToolSearch",
+                tool_use_id="toolu_ts",
+                tool_input={"query": "select:TaskCreate"},
+                tool_response={},
+            ),
+            event(
+                project,
+                "PostToolUse",
+                tool_name="Edit",
+                tool_use_id="toolu_ed",
+                tool_input={"file_path": gone},
+                tool_response={},
+            ),
+            event(
+                project,
+                "PostToolUse",
+                tool_name="Read",
+                tool_use_id="toolu_rd",
+                tool_input={"file_path": kept},
+                tool_response={},
+            ),
+            event(
+                project,
+                "PostToolUseFailure",
+                tool_name="Bash",
+                tool_use_id="toolu_b1",
+                tool_input=build,
+                error=ANSI_ERROR,
+                is_interrupt=False,
+            ),
+            event(
+                project,
+                "PostToolUseFailure",
+                tool_name="Bash",
+                tool_use_id="toolu_b2",
+                tool_input={"command": "npm test"},
+                error="Sibling tool call errored",
+                is_interrupt=False,
+            ),
+            event(
+                project,
+                "PostToolUseFailure",
+                tool_name="Bash",
+                tool_use_id="toolu_b3",
+                tool_input={"command": "sleep 100"},
+                error="Interrupted by user",
+                is_interrupt=True,
+            ),
+            event(project, "PreCompact", trigger="auto", custom_instructions=""),
+            event(
+                project,
+                "SubagentStop",
+                agent_id="a0c0ffee",
+                agent_type="",
+                last_assistant_message=COMPACT_TEXT,
+            ),
+        ],
+    )
     (out,) = feed(state, project, [event(project, "SessionStart", source="compact")])
     text = context_of(out)
     assert not [c for c in text if (ord(c) < 32 and c not in "\n\t") or c == "\ufffd"]
@@ -413,21 +534,49 @@ def test_compaction_takes_the_prebuilt_path(tmp_path: Path, with_daemon: bool) -
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()
     daemons = Daemons()
+    state.mkdir(mode=0o700)  # the default config: the builder is on
     try:
         if with_daemon:
-            state.mkdir(mode=0o700)
             daemons.start(state)
-        feed(state, project, [*work(project)[1:5],
-                              event(project, "PreCompact", trigger="auto", custom_instructions="")])
+        feed(
+            state,
+            project,
+            [
+                *work(project)[1:5],
+                event(project, "PreCompact", trigger="auto", custom_instructions=""),
+            ],
+        )
         poll(lambda: _state_trigger(state) == "pre_compact", 30)  # while the model compacts
-        feed(state, project, [
-            event(project, "SubagentStop", agent_id="a0c0ffee", agent_type="",
-                  last_assistant_message=COMPACT_TEXT),
-            event(project, "PostCompact", trigger="auto", compact_summary=COMPACT_TEXT),
-        ])
+        feed(
+            state,
+            project,
+            [
+                event(
+                    project,
+                    "SubagentStop",
+                    agent_id="a0c0ffee",
+                    agent_type="",
+                    last_assistant_message=COMPACT_TEXT,
+                ),
+                event(project, "PostCompact", trigger="auto", compact_summary=COMPACT_TEXT),
+            ],
+        )
         (out,) = feed(state, project, [event(project, "SessionStart", source="compact")])
     finally:
         daemons.stop_all()
     assert "fix the csv export" in context_of(out)
     log = json.loads((state / "resume" / SID / "starts.jsonl").read_text().splitlines()[-1])
     assert log["reason"].endswith("(prebuilt)"), log
+
+
+def test_demo_numbers_agree() -> None:
+    """The demo's summary says "compacted" only with a count, and its failure figures match."""
+    out = run_cli("demo", timeout=300)
+    assert out.returncode == 0, out.stderr
+    session = next(ln for ln in out.stdout.splitlines() if ln.startswith("Session "))
+    assert "0 compactions" not in session and "compactions, compacted" not in session
+    failed = int(re.search(r"(\d+) failed tool calls", session).group(1))  # type: ignore[union-attr]
+    remembered = re.search(
+        r"Distinct failures remembered: \d+ \(from (\d+) failed calls\)", out.stdout
+    )
+    assert remembered and int(remembered.group(1)) == failed

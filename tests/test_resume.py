@@ -328,5 +328,22 @@ def test_corpus_sessions_with_precompact_fit_the_budget(repo: Path, tmp_path: Pa
             doc = msgspec.json.decode((paths.resume / sid / "precompact_state.json").read_bytes())
             assert doc["session_id"] == sid and doc["confidence"] in ("high", "medium", "low")
             assert not [a for a in ("MUST", "CRITICAL", "🚨") if a in text.split("\n", 1)[0]]
+            assert_clean_notes(text)
     finally:
         conn.close()
+
+
+def assert_clean_notes(text: str) -> None:
+    """No ANSI or control bytes, no mangled characters, no line said twice."""
+    assert not [c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
+    assert "\ufffd" not in text and "<summary>" not in text and "<analysis>" not in text
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    assert len(lines) == len(set(lines)), [ln for ln in lines if lines.count(ln) > 1]
+
+
+def test_demo_session_notes_are_clean(indexed: tuple[StatePaths, Any]) -> None:
+    paths, conn = indexed
+    state = resume.update_session(conn, paths, Config(), SID, "pre_compact")
+    text = (paths.resume / SID / "context.md").read_text()
+    assert get_counter().count(text) == state.context_tokens <= Config().resume.max_tokens
+    assert_clean_notes(text)

@@ -159,11 +159,19 @@ def test_source_not_configured_prints_nothing(project: Path) -> None:
     assert _session_start(project, "compact").stdout == b""
 
 
-def test_build_timeout_prints_nothing(project: Path) -> None:
+def test_build_timeout_still_hands_back_the_latest_events(project: Path) -> None:
+    """Never silent: when the notes cannot be built in time, the latest request and the files
+    come from the spool's tail (and the decision log says so)."""
     _play(project)
-    (project / ".ctxd" / "config.toml").write_text("[resume]\nbuild_timeout_s = 0.001\n")
+    (project / ".ctxd" / "config.toml").write_text(
+        "[resume]\nbuild_timeout_s = 0.001\nprebuild = false\n"
+    )
     done = _session_start(project)
-    assert done.returncode == 0 and done.stdout == b""
+    text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("ctxd notes for session") and "wire the export button" in text
+    assert f"{project / 'src' / 'export.py'} (edited)" in text
+    log = (project / ".ctxd" / "resume" / SID / "starts.jsonl").read_text().splitlines()[-1]
+    assert "not ready" in json.loads(log)["reason"]
 
 
 def test_bad_payloads_print_nothing(tmp_path: Path) -> None:
