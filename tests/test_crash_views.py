@@ -95,6 +95,21 @@ def entries_dump(index_db: Path) -> list[tuple[object, ...]]:
         conn.close()
 
 
+def memory_dump(index_db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every compaction table, rows sorted (compaction's own output in the index)."""
+    conn = sqlite3.connect(f"file:{index_db}?mode=ro", uri=True)
+    try:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'mem\\_%' ESCAPE '\\'"
+            )
+        ]
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+    finally:
+        conn.close()
+
+
 def clean_rebuild(state: Path, scratch: Path) -> dict[str, bytes]:
     """The views a rebuild from scratch makes of `state`'s index (in a copy)."""
     shutil.rmtree(scratch, ignore_errors=True)
@@ -155,6 +170,7 @@ def kill_loop(
         prepare(expected_state)
     duration = _run(what, expected_state)
     expected_entries = entries_dump(expected_state / "index.db")
+    expected_memory = memory_dump(expected_state / "index.db")
     state = tmp_path / "state"
     landed = mid = runs = 0
     while landed < kills:
@@ -176,6 +192,8 @@ def kill_loop(
             _run(what, state)
             assert view_tree(state / "sessions") == clean_rebuild(state, tmp_path / "scratch")
         assert entries_dump(state / "index.db") == expected_entries
+        if what == "compact":
+            assert memory_dump(state / "index.db") == expected_memory
     print(f"\n{what}: {landed} kills in {runs} runs, {mid} mid-work")
     if what == "rebuild":
         assert mid >= 1, "no kill landed while the views were being rebuilt"
@@ -183,6 +201,10 @@ def kill_loop(
 
 def test_sigkill_during_rebuild_quick(tmp_path: Path) -> None:
     kill_loop(tmp_path, "rebuild", "ingest", kills=3, events=1500, seed=11)
+
+
+def test_sigkill_during_compact_quick(tmp_path: Path) -> None:
+    kill_loop(tmp_path, "compact", "compact", kills=2, events=1500, seed=13)
 
 
 def test_sigkill_during_view_catch_up_quick(tmp_path: Path) -> None:
