@@ -1,8 +1,9 @@
-"""SIGKILL `ctxd rebuild`, `ctxd compact`, retention and view catch-up at random moments.
+"""SIGKILL `ctxd rebuild`, `ctxd compact`, retention, view catch-up and `ctxd init` at random.
 
 After each kill, the next command (`ctxd ingest`, or the killed command run again) must leave
 the index as an uninterrupted run would and every view byte-identical to a clean rebuild of
-that index, made from scratch in a copy of the state directory.
+that index, made from scratch in a copy of the state directory. After a killed `ctxd init`,
+the next `ctxd init` leaves the same files as an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -232,3 +233,64 @@ def test_sigkill_full(
     tmp_path: Path, what: str, recover: str, prepare: Callable[[Path], None] | None
 ) -> None:
     kill_loop(tmp_path, what, recover, kills=20, events=4000, seed=21, prepare=prepare)
+
+
+def init_kill_loop(tmp_path: Path, kills: int, seed: int) -> None:
+    """Kill `ctxd init` at random moments; the next `ctxd init` leaves a complete install."""
+    rng = random.Random(seed)
+    env = _env()
+    env["HOME"] = str(tmp_path / "home")
+
+    def init(project: Path) -> subprocess.Popen[bytes]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "summarizer.cli",
+            "init",
+            "--state-dir",
+            str(project / ".ctxd"),
+        ]
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def init_to_end(project: Path) -> float:
+        t0 = time.monotonic()
+        proc = init(project)
+        _, err = proc.communicate()
+        assert proc.returncode == 0, err
+        return time.monotonic() - t0
+
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    duration = init_to_end(reference)
+    landed = runs = 0
+    while landed < kills:
+        runs += 1
+        assert runs < 5 * kills + 20, f"{landed} of {kills} kills in {runs} runs"
+        project = tmp_path / f"p{runs}"
+        project.mkdir()
+        proc = init(project)
+        try:
+            proc.wait(timeout=rng.uniform(0.0, duration))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+        if proc.returncode != -signal.SIGKILL:
+            shutil.rmtree(project)
+            continue
+        landed += 1
+        init_to_end(project)
+        for rel in (".claude/settings.json", ".ctxd/config.toml", ".gitignore"):
+            assert (project / rel).read_bytes() == (reference / rel).read_bytes(), rel
+        assert (project / ".ctxd").stat().st_mode & 0o777 == 0o700
+        shutil.rmtree(project)
+
+
+def test_sigkill_during_init_quick(tmp_path: Path) -> None:
+    init_kill_loop(tmp_path, kills=3, seed=31)
+
+
+@pytest.mark.full
+def test_sigkill_during_init_full(tmp_path: Path) -> None:
+    init_kill_loop(tmp_path, kills=20, seed=32)
