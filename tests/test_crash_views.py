@@ -1,4 +1,5 @@
-"""SIGKILL `ctxd rebuild`, `ctxd compact`, retention, view catch-up and `ctxd init` at random.
+"""SIGKILL every command that writes (rebuild, compact, retention, view catch-up, the
+SessionStart build, init) at random moments.
 
 After each kill, the next command (`ctxd ingest`, or the killed command run again) must leave
 the index as an uninterrupted run would and every view byte-identical to a clean rebuild of
@@ -8,6 +9,7 @@ the next `ctxd init` leaves the same files as an uninterrupted one.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import signal
@@ -294,3 +296,88 @@ def test_sigkill_during_init_quick(tmp_path: Path) -> None:
 @pytest.mark.full
 def test_sigkill_during_init_full(tmp_path: Path) -> None:
     init_kill_loop(tmp_path, kills=20, seed=32)
+
+
+SESSION_START_SESSION = "5e550000-1b2d-4c3e-9f40-5a6b7c8d0000"  # generate()'s first session
+
+
+def _session_start_hook() -> tuple[list[str], bytes]:
+    event = {
+        "session_id": SESSION_START_SESSION,
+        "transcript_path": "/home/dev/.claude/projects/x.jsonl",
+        "cwd": "/home/dev/app",
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }
+    return [sys.executable, "-I", "-S", str(REPO / "indexer" / "hook.py")], json.dumps(
+        event
+    ).encode()
+
+
+def session_start_kill_loop(tmp_path: Path, kills: int, events: int, seed: int) -> None:
+    """Kill the SessionStart hook while it builds (its catch-up indexes the whole spool)."""
+    rng = random.Random(seed)
+    cmd, stdin = _session_start_hook()
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    paths = StatePaths(pristine)
+    paths.ensure()
+    paths.config.write_text("[daemon]\nautostart = false\n")
+    append(paths, generate(events, seed).lines)  # nothing indexed yet: the hook's build does it
+
+    def hook(state: Path, timeout: float | None) -> bool:
+        env = hook_env(state)
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        assert proc.returncode in (0, -signal.SIGKILL)
+        return proc.returncode == -signal.SIGKILL
+
+    def without_session_start(index_db: Path) -> list[tuple[object, ...]]:
+        return [r for r in entries_dump(index_db) if r[7] != "SessionStart"]
+
+    expected_state = tmp_path / "expected"
+    shutil.copytree(pristine, expected_state)
+    t0 = time.monotonic()
+    hook(expected_state, None)
+    duration = time.monotonic() - t0
+    _run("ingest", expected_state)
+    expected = [r[1:] for r in without_session_start(expected_state / "index.db")]
+    state = tmp_path / "state"
+    landed = runs = 0
+    while landed < kills:
+        runs += 1
+        assert runs < 5 * kills + 20, f"{landed} of {kills} kills in {runs} runs"
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.copytree(pristine, state)
+        if not hook(state, rng.uniform(0.0, duration)):
+            continue
+        landed += 1
+        _run("ingest", state)
+        # Entry ids may differ (the hook's own event lands before or after the spool's), so
+        # compare everything but the id.
+        assert [r[1:] for r in without_session_start(state / "index.db")] == expected
+        assert view_tree(state / "sessions") == clean_rebuild(state, tmp_path / "scratch")
+        for path in (state / "resume").rglob("*.json"):
+            json.loads(path.read_bytes())  # atomic writes: never a half-written file
+
+
+def test_sigkill_during_session_start_build_quick(tmp_path: Path) -> None:
+    session_start_kill_loop(tmp_path, kills=2, events=1500, seed=41)
+
+
+@pytest.mark.full
+def test_sigkill_during_session_start_build_full(tmp_path: Path) -> None:
+    session_start_kill_loop(tmp_path, kills=20, events=3000, seed=42)
