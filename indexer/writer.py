@@ -174,9 +174,15 @@ def wait_for_daemon(paths: StatePaths, wait_s: float) -> bool:
         n: complete_size(paths.spool / n, size) for n, size in spool_sizes(paths.spool).items()
     }
     target = {n: size for n, size in target.items() if size}
-    if not paths.index_db.exists():
-        return not target
     deadline = time.monotonic() + wait_s
+    # On first use the lock holder may not have created index.db yet: wait for it while the
+    # lock is held, rather than report the index as behind.
+    while not paths.index_db.exists():
+        if not target:
+            return True
+        if time.monotonic() >= deadline or not is_locked(paths):
+            return False
+        time.sleep(0.02)
     conn = store.connect(paths.index_db, readonly=True)
     try:
         while True:

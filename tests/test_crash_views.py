@@ -1,12 +1,15 @@
-"""SIGKILL `ctxd rebuild`, `ctxd compact`, retention and view catch-up at random moments.
+"""SIGKILL every command that writes (rebuild, compact, retention, view catch-up, the
+SessionStart build, init) at random moments.
 
 After each kill, the next command (`ctxd ingest`, or the killed command run again) must leave
 the index as an uninterrupted run would and every view byte-identical to a clean rebuild of
-that index, made from scratch in a copy of the state directory.
+that index, made from scratch in a copy of the state directory. After a killed `ctxd init`,
+the next `ctxd init` leaves the same files as an uninterrupted one.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import signal
@@ -49,7 +52,8 @@ def _env() -> dict[str, str]:
 def _command(what: str, state: Path) -> list[str]:
     if what == "retention":
         return [sys.executable, "-c", _RETENTION, str(state), *_RETENTION_ARGS]
-    return [sys.executable, "-m", "summarizer.cli", what, "--state-dir", str(state)]
+    args = ["read", "--agent-id", "main"] if what == "read" else [what]
+    return [sys.executable, "-m", "summarizer.cli", *args, "--state-dir", str(state)]
 
 
 def _run(what: str, state: Path) -> float:
@@ -91,6 +95,21 @@ def entries_dump(index_db: Path) -> list[tuple[object, ...]]:
     conn = sqlite3.connect(f"file:{index_db}?mode=ro", uri=True)
     try:
         return conn.execute(f"SELECT {store.ENTRY_COLUMNS} FROM entries ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def memory_dump(index_db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every compaction table, rows sorted (compaction's own output in the index)."""
+    conn = sqlite3.connect(f"file:{index_db}?mode=ro", uri=True)
+    try:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'mem\\_%' ESCAPE '\\'"
+            )
+        ]
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
     finally:
         conn.close()
 
@@ -155,11 +174,12 @@ def kill_loop(
         prepare(expected_state)
     duration = _run(what, expected_state)
     expected_entries = entries_dump(expected_state / "index.db")
+    expected_memory = memory_dump(expected_state / "index.db")
     state = tmp_path / "state"
     landed = mid = runs = 0
-    while landed < kills:
+    while landed < kills or (what == "rebuild" and not mid):
         runs += 1
-        assert runs < 5 * kills, f"only {landed} of {kills} kills landed in {runs} runs"
+        assert runs < 5 * kills + 20, f"{landed} of {kills} kills ({mid} mid-work) in {runs} runs"
         if runs == 1 or what == "retention" or prepare:
             shutil.rmtree(state, ignore_errors=True)
             shutil.copytree(pristine, state)
@@ -176,6 +196,8 @@ def kill_loop(
             _run(what, state)
             assert view_tree(state / "sessions") == clean_rebuild(state, tmp_path / "scratch")
         assert entries_dump(state / "index.db") == expected_entries
+        if what == "compact":
+            assert memory_dump(state / "index.db") == expected_memory
     print(f"\n{what}: {landed} kills in {runs} runs, {mid} mid-work")
     if what == "rebuild":
         assert mid >= 1, "no kill landed while the views were being rebuilt"
@@ -183,6 +205,15 @@ def kill_loop(
 
 def test_sigkill_during_rebuild_quick(tmp_path: Path) -> None:
     kill_loop(tmp_path, "rebuild", "ingest", kills=3, events=1500, seed=11)
+
+
+def test_sigkill_during_rebuild_then_read_quick(tmp_path: Path) -> None:
+    # A reader is the next command: it must finish the rebuild, not trust half-rebuilt views.
+    kill_loop(tmp_path, "rebuild", "read", kills=2, events=1500, seed=14)
+
+
+def test_sigkill_during_compact_quick(tmp_path: Path) -> None:
+    kill_loop(tmp_path, "compact", "compact", kills=2, events=1500, seed=13)
 
 
 def test_sigkill_during_view_catch_up_quick(tmp_path: Path) -> None:
@@ -204,3 +235,149 @@ def test_sigkill_full(
     tmp_path: Path, what: str, recover: str, prepare: Callable[[Path], None] | None
 ) -> None:
     kill_loop(tmp_path, what, recover, kills=20, events=4000, seed=21, prepare=prepare)
+
+
+def init_kill_loop(tmp_path: Path, kills: int, seed: int) -> None:
+    """Kill `ctxd init` at random moments; the next `ctxd init` leaves a complete install."""
+    rng = random.Random(seed)
+    env = _env()
+    env["HOME"] = str(tmp_path / "home")
+
+    def init(project: Path) -> subprocess.Popen[bytes]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "summarizer.cli",
+            "init",
+            "--state-dir",
+            str(project / ".ctxd"),
+        ]
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def init_to_end(project: Path) -> float:
+        t0 = time.monotonic()
+        proc = init(project)
+        _, err = proc.communicate()
+        assert proc.returncode == 0, err
+        return time.monotonic() - t0
+
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    duration = init_to_end(reference)
+    landed = runs = 0
+    while landed < kills:
+        runs += 1
+        assert runs < 5 * kills + 20, f"{landed} of {kills} kills in {runs} runs"
+        project = tmp_path / f"p{runs}"
+        project.mkdir()
+        proc = init(project)
+        try:
+            proc.wait(timeout=rng.uniform(0.0, duration))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+        if proc.returncode != -signal.SIGKILL:
+            shutil.rmtree(project)
+            continue
+        landed += 1
+        init_to_end(project)
+        for rel in (".claude/settings.json", ".ctxd/config.toml", ".gitignore"):
+            assert (project / rel).read_bytes() == (reference / rel).read_bytes(), rel
+        assert (project / ".ctxd").stat().st_mode & 0o777 == 0o700
+        shutil.rmtree(project)
+
+
+def test_sigkill_during_init_quick(tmp_path: Path) -> None:
+    init_kill_loop(tmp_path, kills=3, seed=31)
+
+
+@pytest.mark.full
+def test_sigkill_during_init_full(tmp_path: Path) -> None:
+    init_kill_loop(tmp_path, kills=20, seed=32)
+
+
+SESSION_START_SESSION = "5e550000-1b2d-4c3e-9f40-5a6b7c8d0000"  # generate()'s first session
+
+
+def _session_start_hook() -> tuple[list[str], bytes]:
+    event = {
+        "session_id": SESSION_START_SESSION,
+        "transcript_path": "/home/dev/.claude/projects/x.jsonl",
+        "cwd": "/home/dev/app",
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }
+    return [sys.executable, "-I", "-S", str(REPO / "indexer" / "hook.py")], json.dumps(
+        event
+    ).encode()
+
+
+def session_start_kill_loop(tmp_path: Path, kills: int, events: int, seed: int) -> None:
+    """Kill the SessionStart hook while it builds (its catch-up indexes the whole spool)."""
+    rng = random.Random(seed)
+    cmd, stdin = _session_start_hook()
+    pristine = tmp_path / "pristine"
+    pristine.mkdir()
+    paths = StatePaths(pristine)
+    paths.ensure()
+    paths.config.write_text("[daemon]\nautostart = false\n")
+    append(paths, generate(events, seed).lines)  # nothing indexed yet: the hook's build does it
+
+    def hook(state: Path, timeout: float | None) -> bool:
+        env = hook_env(state)
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        assert proc.returncode in (0, -signal.SIGKILL)
+        return proc.returncode == -signal.SIGKILL
+
+    def without_session_start(index_db: Path) -> list[tuple[object, ...]]:
+        return [r for r in entries_dump(index_db) if r[7] != "SessionStart"]
+
+    expected_state = tmp_path / "expected"
+    shutil.copytree(pristine, expected_state)
+    t0 = time.monotonic()
+    hook(expected_state, None)
+    duration = time.monotonic() - t0
+    _run("ingest", expected_state)
+    expected = [r[1:] for r in without_session_start(expected_state / "index.db")]
+    state = tmp_path / "state"
+    landed = runs = 0
+    while landed < kills:
+        runs += 1
+        assert runs < 5 * kills + 20, f"{landed} of {kills} kills in {runs} runs"
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.copytree(pristine, state)
+        if not hook(state, rng.uniform(0.0, duration)):
+            continue
+        landed += 1
+        _run("ingest", state)
+        # Entry ids may differ (the hook's own event lands before or after the spool's), so
+        # compare everything but the id.
+        assert [r[1:] for r in without_session_start(state / "index.db")] == expected
+        assert view_tree(state / "sessions") == clean_rebuild(state, tmp_path / "scratch")
+        for path in (state / "resume").rglob("*.json"):
+            json.loads(path.read_bytes())  # atomic writes: never a half-written file
+
+
+def test_sigkill_during_session_start_build_quick(tmp_path: Path) -> None:
+    session_start_kill_loop(tmp_path, kills=2, events=1500, seed=41)
+
+
+@pytest.mark.full
+def test_sigkill_during_session_start_build_full(tmp_path: Path) -> None:
+    session_start_kill_loop(tmp_path, kills=20, events=3000, seed=42)

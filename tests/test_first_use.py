@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from helpers import REPO, clean_env, hook_env, payload, query, run_hook
@@ -27,8 +28,8 @@ def _run_together(commands: list[list[str]], state_dir: Path) -> list[tuple[int,
     procs = [_start(args, state_dir) for args in commands]
     results = []
     for p in procs:
-        _, err = p.communicate(timeout=120)
-        results.append((p.returncode, err))
+        out, err = p.communicate(timeout=120)
+        results.append((p.returncode, err + out if p.returncode else err))
     return results
 
 
@@ -53,3 +54,28 @@ def test_readers_and_writers_at_once_on_a_new_state_dir(tmp_path: Path) -> None:
     results = _run_together(commands, state_dir)
     assert [(code, err) for code, err in results if code != 0 or "schema" in err] == []
     assert os.stat(state_dir / "index.db").st_mode & 0o077 == 0
+
+
+def test_ingest_waits_while_the_first_writer_has_not_created_the_index(tmp_path: Path) -> None:
+    from indexer.config import Config
+    from indexer.paths import StatePaths
+    from indexer.writer import open_writer, writer_lock
+
+    state_dir = tmp_path / "state"
+    assert run_hook(payload(tool_use_id="toolu_001"), hook_env(state_dir)).returncode == 0
+    paths = StatePaths(state_dir)
+    with writer_lock(paths):  # the first writer: lock taken, index.db not yet created
+        proc = _start(["ingest"], state_dir)
+        # Give the command time to find the lock held and the index missing (it must wait,
+        # not give up): stop waiting as soon as it exits, at the latest after 3 s.
+        deadline = time.monotonic() + 3.0
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        writer = open_writer(paths, Config())
+        try:
+            writer.pass_once()
+        finally:
+            writer.close()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err + out
+    assert "caught up" in out

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import avoid_hour_boundary, hook_env, run_hook
+from helpers import REPO, avoid_hour_boundary, hook_env, run_hook
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +29,8 @@ from indexer.hook import append_line, build_line, segment_name
 from indexer.paths import RESERVED_NAMES, RESERVED_VIEW_NAMES, StatePaths, is_valid_session_id
 from indexer.writer import IndexWriter, open_writer, writer_lock
 
-HOOKS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "hooks"
+# The corpus location rule of tests/helpers.py (../shared/corpus, or $CTXD_TEST_CORPUS).
+HOOKS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus") / "hooks"
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason=f"corpus not found at {HOOKS}")
 
 GOOD, BAD, EITHER = "good", "bad", "either"
@@ -62,7 +63,7 @@ def _load_corpus() -> list[dict[str, object]]:
     return out
 
 
-CORPUS = _load_corpus()
+PAYLOADS = _load_corpus()
 
 
 def _dump(doc: dict[str, object]) -> bytes:
@@ -98,7 +99,7 @@ class Item:
 
 
 def make_item(kind: str, rng: random.Random) -> Item:
-    base = _fresh(rng.choice(CORPUS))
+    base = _fresh(rng.choice(PAYLOADS))
     data = _dump(base)
     if kind == "plain":
         return Item(data, GOOD)
@@ -135,11 +136,11 @@ def make_item(kind: str, rng: random.Random) -> Item:
     if kind == "not_an_object":
         return Item(rng.choice([b"[]", b"null", b"42", b'"text"', b"{}"]), BAD)
     if kind == "forged":
-        forged = _dump({**_fresh(rng.choice(CORPUS)), "session_id": f"forged-{next(_ids)}"})
+        forged = _dump({**_fresh(rng.choice(PAYLOADS)), "session_id": f"forged-{next(_ids)}"})
         head = b',{"ctxd":1,"ts_ns":1,"pid":1,"event":'
         return Item(data[:-1] + head + forged, BAD)  # torn: the closing braces are lost
     if kind == "forged_whole":
-        forged = _dump({**_fresh(rng.choice(CORPUS)), "session_id": f"forged-{next(_ids)}"})
+        forged = _dump({**_fresh(rng.choice(PAYLOADS)), "session_id": f"forged-{next(_ids)}"})
         line = b'{"ctxd":1,"ts_ns":1,"pid":1,"event":' + forged + b"}"
         return Item(data[: rng.randint(1, len(data) - 2)] + line, BAD)
     if kind == "raw_bad_ints":
@@ -148,7 +149,7 @@ def make_item(kind: str, rng: random.Random) -> Item:
         env = b'{"ctxd":1,"ts_ns":%d,"pid":%d,"event":' % (ts, pid) + data + b"}"
         return Item(env, BAD, raw_line=True)
     if kind == "splice":
-        other = _dump(_fresh(rng.choice(CORPUS)))
+        other = _dump(_fresh(rng.choice(PAYLOADS)))
         return Item(
             data[: rng.randint(1, len(data) - 1)] + other[rng.randint(1, len(other) - 1) :], EITHER
         )
