@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from summarizer.fastjson import loads
 from summarizer.spool_tail import TAIL_BYTES
@@ -26,9 +27,10 @@ def fallback_notes(state_dir: str, session_id: str, head: str) -> str:
     tasks = _open_tasks(os.path.join(state_dir, "sessions", session_id, "todos.json"))
     if not (prompt or files or tasks):
         return ""
+    now = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
     out = [
-        f"{head} ({session_id[:8]}), from its latest events only (the full notes were not"
-        " ready in time)."
+        f"{head} ({session_id[:8]}), recorded at {now} UTC from its latest events only"
+        " (the full notes were not ready in time)."
     ]
     if prompt:
         out.append("Most recent user request: " + _line(prompt, 600))

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["clean_line", "clean_text", "first_error_line", "unwrap_summary"]
+__all__ = [
+    "clean_line",
+    "clean_text",
+    "first_error_line",
+    "is_meaningful_request",
+    "unwrap_summary",
+]
 
 # CSI/OSC escapes, and ESC-less remnants of colour codes ("[31m✘ [41;31m[ERROR").
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
@@ -15,6 +21,11 @@ _SUMMARY = re.compile(r"<summary>\s*(.*?)\s*(?:</summary>|$)", re.S)
 _ANALYSIS = re.compile(r"<analysis>.*?(?:</analysis>|$)", re.S)
 _NOISE = re.compile(r"(?i)^(?:warning|warn|note|info|hint)\b[:\s]")
 _EXIT = re.compile(r"^Exit code \d+$")
+# Requests that say nothing about the work ("continue", "let's do it") do not make a title.
+_NOT_A_TITLE = re.compile(
+    r"(?i)^\W*(?:ok(?:ay)?|yes|yep|sure|go(?: on| ahead)?|continue|proceed|do it|let'?s do it"
+    r"|let'?s go|next|thanks?(?: you)?|please|resume|retry|again|/\w+)\W*$"
+)
 
 
 def clean_text(text: str) -> str:
@@ -37,6 +48,12 @@ def unwrap_summary(text: str) -> str:
     if found:
         return found.group(1).strip()
     return _ANALYSIS.sub("", text).strip()
+
+
+def is_meaningful_request(line: str) -> bool:
+    """True if a request's first line says what the work is (so it can title a session)."""
+    line = line.strip()
+    return bool(line) and not _NOT_A_TITLE.match(line) and len(line.split()) >= 2
 
 
 def first_error_line(error: str) -> str:

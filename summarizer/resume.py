@@ -109,11 +109,16 @@ def update_session(
     text, tokens, chars = render_context(state, "", config)
     state.context_tokens, state.context_chars = tokens, chars
     write_resume(paths, state, text)
-    _write_startup_memory(paths, config, state)
+    latest = conn.execute(
+        "SELECT session_id FROM sessions ORDER BY last_ns DESC LIMIT 1"
+    ).fetchone()
+    if latest is None or latest[0] == session_id:
+        _write_startup_memory(paths, config, state)
     return state
 
 
 def _write_startup_memory(paths: StatePaths, config: Config, state: ResumeState) -> None:
+    # Only the most recently active session's open work is "what is open now" for a new one.
     from summarizer.startup_memory import render_startup, write_startup
     from summarizer.tokens import get_counter
 

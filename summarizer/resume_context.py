@@ -79,10 +79,14 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
         f"- Constraint: {clean_line(c, 300)}" for c in state.constraints
     ]
     agents = [f"- {clean_line(a, 200)}" for a in state.agents_in_flight]
+    # A call on a file already listed above would say that file again: only the others
+    # (commands, agents, searches) are listed, with their time.
+    listed = set(state.files_to_load)
     calls = [
         f"- {c.timestamp[11:19]} {c.tool or 'tool'} {_target(c.tool, c.file)}"
         + ("" if c.ok else " (failed)")
         for c in state.last_tool_calls
+        if c.file not in listed
     ]
     summary = [s for s in (clean_text(state.compact_summary).strip(),) if s]
     return [

@@ -341,12 +341,15 @@ def _notes(
                 return text, other, "prebuilt when that session ended"
     if source == "compact":
         # A daemon or the builder PreCompact started holds the writer lock and is writing this
-        # compaction's notes: wait for them rather than build the same thing in parallel.
-        waited = _wait_for_prebuilt(state_dir, session_id, newest, timeout_s * 0.5, consume)
+        # compaction's notes: wait for them (all the time there is) rather than build the same
+        # thing in parallel on a machine that is busy already; build only if the lock is let go
+        # without fresh notes.
+        started = time.monotonic()
+        waited = _wait_for_prebuilt(state_dir, session_id, newest, timeout_s, consume)
         if waited is not None:
             return waited, session_id, "prebuilt, waited for the builder"
-        timeout_s *= 0.5
-    folder = _build_within(state_dir, session_id, source, timeout_s)
+        timeout_s -= time.monotonic() - started
+    folder = _build_within(state_dir, session_id, source, timeout_s) if timeout_s > 0.1 else ""
     if not folder:
         from summarizer.fallback_notes import fallback_notes
         from summarizer.handback import NOTES_HEAD

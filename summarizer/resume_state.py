@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +14,13 @@ from indexer.models import Entry
 from indexer.normalize import EDIT_TOOLS
 from indexer.views import iso_utc
 from summarizer.models import Memory
-from summarizer.plain import clean_line, clean_text, first_error_line, unwrap_summary
+from summarizer.plain import (
+    clean_line,
+    clean_text,
+    first_error_line,
+    is_meaningful_request,
+    unwrap_summary,
+)
 from summarizer.text import STRONG_DECISION_RE
 from summarizer.todos import Todo, open_todos, session_todos
 
@@ -61,11 +66,6 @@ _CASCADE = (
     "user doesn't want to proceed",
     "request interrupted",
     "cancelled",
-)
-# Requests that say nothing about the work ("continue", "let's do it") do not make a title.
-_NOT_A_TITLE = re.compile(
-    r"(?i)^\W*(?:ok(?:ay)?|yes|yep|sure|go(?: on| ahead)?|continue|proceed|do it|let'?s do it"
-    r"|let'?s go|next|thanks?(?: you)?|please|resume|retry|again|/\w+)\W*$"
 )
 _TOOL_EVENTS = ("tool_result", "tool_failure", "agent_complete", "agent_launched", "agent_failed")
 _ANY = msgspec.json.Decoder()
@@ -347,7 +347,7 @@ def _title_from(conn: sqlite3.Connection, session_id: str, first_prompt: str) ->
     ]
     for prompt in prompts:
         line = clean_line(prompt.strip().split("\n", 1)[0], 200)
-        if line and not _NOT_A_TITLE.match(line) and len(line.split()) >= 2:
+        if is_meaningful_request(line):
             return _shorten(line)
     return ""
 

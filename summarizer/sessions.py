@@ -16,6 +16,7 @@ from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from indexer.views import iso_utc
 from summarizer import resume
+from summarizer.plain import is_meaningful_request
 from summarizer.todos import open_todos, read_todos_file
 
 __all__ = [
@@ -74,6 +75,8 @@ def session_title(title: str, first_prompt: str, limit: int = 80) -> str:
     if title.strip():
         return title.strip()
     line = " ".join(first_prompt.strip().split("\n", 1)[0].split())
+    if not is_meaningful_request(line):
+        return ""  # "continue" is no title; resume_package looks further
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
@@ -173,7 +176,7 @@ def resume_package(
         (info.session_id,),
     ).fetchall()
     return {
-        "session": info.to_dict(),
+        "session": {**info.to_dict(), "title": info.title or state.title},
         # This session's own compaction summary only: the project's running summary may be
         # about another session.
         "summary": state.compact_summary,

@@ -28,8 +28,8 @@ CACHE = Path(os.environ.get("CTXD_TEST_CACHE", Path.home() / ".cache" / "ctxd-te
 CLI_DIR = CACHE / f"claude-code-{VERSION}"
 CLAUDE = CLI_DIR / "node_modules" / ".bin" / "claude"
 NOTES = "ctxd notes for session"
-# Each copy of the notes, by the time in its first line (after the start stamp in its title).
-_STAMP = re.compile(r"ctxd notes for session [^\n]*?recorded[^\n]*?(\d{4}-\d\d-\d\d [\d:]{8}) UTC")
+# Each copy of the notes, by its first line (which names the session and when it was recorded).
+_COPY = re.compile(r"ctxd notes for session [^\n]*")
 
 
 def _claude() -> Path:
@@ -148,8 +148,8 @@ def _is_main(body: dict[str, Any]) -> bool:
 
 
 def _copies(body: dict[str, Any]) -> list[str]:
-    """The ctxd notes in one request, by the time they were recorded."""
-    return _STAMP.findall(json.dumps(body["messages"], ensure_ascii=False).replace("\\n", "\n"))
+    """The ctxd notes in one request, by their first lines."""
+    return _COPY.findall(json.dumps(body["messages"], ensure_ascii=False).replace("\\n", "\n"))
 
 
 @pytest.mark.parametrize("with_daemon", [False, True], ids=["no-daemon", "daemon"])
@@ -262,6 +262,25 @@ def test_real_client_session(tmp_path: Path, with_daemon: bool) -> None:
         state, "SELECT tool_name FROM entries WHERE session_id=? AND event='tool_failure'", (sid,)
     )
     assert failures == [("Bash",)]
+    main_tools = query(
+        state,
+        "SELECT DISTINCT tool_name FROM entries WHERE session_id=? AND agent_id='main'"
+        " AND event IN ('tool_result','tool_failure') ORDER BY 1",
+        (sid,),
+    )
+    assert main_tools == [
+        ("Bash",),
+        ("Edit",),
+        ("Read",),
+        ("TaskCreate",),
+        ("TaskUpdate",),
+        ("ToolSearch",),
+    ], main_tools
+    todos = json.loads((state / "sessions" / sid / "todos.json").read_text())["todos"]
+    assert {t["content"]: t["status"] for t in todos} == {
+        "Fix the CSV export": "completed",
+        "Document the export": "pending",
+    }
     for name in (agents[0][0], agents[1][0]):
         assert (state / "sessions" / sid / f"{name}.jsonl").exists()
     # Users may name an agent by Claude Code's id: it reads the same entries.
