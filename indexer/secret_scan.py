@@ -100,6 +100,7 @@ def _hyperscan_engine() -> _Probe:
 
 
 _engine: list[tuple[str, _Probe]] = []
+_wanted: list[str] = []
 
 
 def use_engine(name: str) -> str:
@@ -117,22 +118,24 @@ def use_engine(name: str) -> str:
 
 def engine() -> str:
     """The name of the probe engine in use."""
-    return _engine[0][0]
+    return _engine[0][0] if _engine else use_engine(_wanted[0])
 
 
 def probe(data: bytes) -> tuple[set[int], list[int]]:
     """One pass over data: the indexes in RULES of the rules whose probe occurs (the rules
     worth running; HIDDEN if an escape may hide a key), and where base64-looking runs start."""
+    if not _engine:  # compiled on first use (~60 ms): commands that redact nothing skip it
+        use_engine(_wanted[0])
     return _engine[0][1](data)
 
 
 def probe_rules(data: bytes) -> set[int]:
     """The rule indexes of probe(data)."""
-    return _engine[0][1](data)[0]
+    return probe(data)[0]
 
 
 # CTXD_REDACT_ENGINE=re forces the fallback (the benchmark compares both).
-use_engine("re" if os.environ.get("CTXD_REDACT_ENGINE") == "re" else "hyperscan")
+_wanted.append("re" if os.environ.get("CTXD_REDACT_ENGINE") == "re" else "hyperscan")
 
 
 def find_secrets(text: str) -> list[tuple[int, int, str]]:
