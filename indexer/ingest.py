@@ -264,7 +264,7 @@ class Ingestor:
                 state.name,
                 state.offset,
                 state.line_no + 1,
-                error,
+                redact_text(error),  # an error may quote a bad value
                 quarantine_raw(chunk),
                 time.time_ns(),
             )
@@ -371,7 +371,7 @@ class Ingestor:
                 batch.state.name,
                 offset,
                 line_no,
-                error,
+                redact_text(error),  # an error may quote a bad value (an id)
                 quarantine_raw(data),
                 now_ns,
             )

@@ -342,7 +342,7 @@ def _redact_decoded(text: str, depth: int) -> str:
     data = text.encode("utf-8", "surrogatepass")
     hits, runs = probe(data)  # one pass tells which steps can change anything
     out = text
-    if hits or may_contain_secret(data):
+    if hits:
         out = _redact_layer(text)
         if HIDDEN in hits:
             decoded = unescape(out)
@@ -374,8 +374,8 @@ def redact_text(text: str) -> str:
 
 def _may_need_redaction(data: bytes, depth: int = _BASE64_DEPTH) -> bool:
     """The prefilter: False when no rule can match data in any decoded form (most events)."""
-    hits, runs = probe(data)
-    if hits or may_contain_secret(data):
+    hits, runs = probe(data)  # the earlier rules' gates are in the same pass (LEGACY)
+    if hits:
         return True
     if depth > 0:
         for inner in base64_texts(data, runs):

@@ -64,6 +64,17 @@ def _random_enough(value: str) -> bool:
     return shannon_entropy(value) >= limit
 
 
+# Words that follow a flag's name in prose ("the --password flag"), never its value.
+_PROSE_AFTER_FLAG = frozenset(
+    ["flag", "option", "options", "argument", "parameter", "switch", "is", "are", "was", "to", "and", "or", "the", "a", "an", "when", "if", "with", "without", "for", "in", "of", "on", "from", "that", "which"]
+)
+
+
+def _flag_value(value: str) -> bool:
+    """A password flag's value: anything but a placeholder or a word of prose."""
+    return value.lower() not in _PROSE_AFTER_FLAG
+
+
 def _env_value(value: str) -> bool:
     """A value assigned in a .env file: not a template, not a flag (`AUTH=1`, `TOKEN=true`)."""
     return len(value) >= 4 and not is_placeholder(value)
@@ -180,7 +191,7 @@ RULES: tuple[Rule, ...] = (
     # --- command lines ---------------------------------------------------------------------------
     _r("sshpass-password", r"\bsshpass\s+-p\s*" + _SHELL_VALUE, "sshpass"),
     _r("mysql-password", r"\bmysql(?:dump|admin|sh|import)?\b[^\n|;&]{0,200}?\s-p(?P<s>[^\s\"'`;&|-][^\s\"'`;&|]*)", "mysql"),
-    _r("password-flag", r"(?i)(?<![\w-])--?(?:password|passwd|pass|client-secret|secret|token|api-key|auth-token)(?:=|\s+)" + _SHELL_VALUE, "password", "passwd", "--pass", "secret", "token", "api-key"),
+    _r("password-flag", r"(?i)(?<![\w-])--?(?:password|passwd|pass|client-secret|secret|token|api-key|auth-token)(?:=|\s+)" + _SHELL_VALUE, "password", "passwd", "--pass", "secret", "token", "api-key", check=_flag_value),
     _r("redis-cli-password", r"\bredis-cli\b[^\n|;&]{0,200}?\s-a\s+" + _SHELL_VALUE, "redis-cli"),
     _r("docker-login-password", r"\bdocker\s+login\b[^\n|;&]{0,200}?\s-p\s+" + _SHELL_VALUE, "docker"),
     _r("curl-user", r"\bcurl\b[^\n|;&]{0,300}?\s(?:-u|--user)\s*['\"]?[^\s:'\"]+:(?P<s>[^\s'\"]+)", "curl"),

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from indexer.decoded import HIDING_ESCAPE
 from indexer.secret_rules import RULES, is_placeholder
 
-__all__ = ["HIDDEN", "engine", "find_secrets", "probe", "probe_rules", "use_engine"]
+__all__ = ["HIDDEN", "LEGACY", "engine", "find_secrets", "probe", "probe_rules", "use_engine"]
 
 _SECRET_GROUPS = ("s", "s2", "s3")
 
@@ -20,6 +20,20 @@ _SECRET_GROUPS = ("s", "s2", "s3")
 # the run pattern is anchored on the character before the run, so it matches once per run.
 HIDDEN = len(RULES)
 _RUN_ID = HIDDEN + 1
+# The gates of the earlier rules in indexer.redact (`may_contain_secret`), in the same pass:
+# (pattern, caseless). A superset of each gate, so the pass never hides a line from them.
+LEGACY = _RUN_ID + 1
+_SEP = rb"""(?:\\?"|')?\s*[:=]"""
+_LEGACY_GATES = (
+    (rb"A(?:[KS]IA|Iza)", False),
+    (rb"g(?:h[pousr]_|ithub_pat_)", False),
+    (rb"yJ", False),
+    (rb"xox", False),
+    (rb"://[^\s/\"\\@]*@", False),
+    (rb"k(?:e[ny]" + _SEP + rb"|-|_live_|_test_|\.com/services/)", True),
+    (rb"p(?:rivate|(?:ass(?:word|wd|phrase)|wd)" + _SEP + rb")", True),
+    (rb"cret" + _SEP, True),
+)
 _RUN_MIN = 24
 _RUN_START = rb"(?:^|[^A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{%d}" % _RUN_MIN
 _Probe = Callable[[bytes], tuple[set[int], list[int]]]
@@ -32,11 +46,14 @@ def _re_engine() -> _Probe:
         re.IGNORECASE,
     )
     runs = re.compile(rb"[^A-Za-z0-9+/_=-][A-Za-z0-9+/_-]{%d}" % _RUN_MIN)
+    legacy = [re.compile(p, re.IGNORECASE if caseless else 0) for p, caseless in _LEGACY_GATES]
 
     def probe(data: bytes) -> tuple[set[int], list[int]]:
         hits = {int(m.lastgroup[1:]) for m in alternation.finditer(data) if m.lastgroup}
         if HIDING_ESCAPE.search(data):
             hits.add(HIDDEN)
+        if any(g.search(data) for g in legacy):
+            hits.add(LEGACY)
         starts = [m.end() - _RUN_MIN - 1 for m in runs.finditer(b" " + data)]
         return hits, starts
 
@@ -52,10 +69,15 @@ def _hyperscan_engine() -> _Probe:
         for p in rule.probes:
             expressions.append(p.encode())
             ids.append(i)
+    once = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
+    flags = [once] * len(ids)
     expressions += [HIDING_ESCAPE.pattern, _RUN_START]
     ids += [HIDDEN, _RUN_ID]
-    once = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
-    flags = [once] * (len(ids) - 1) + [0]
+    flags += [once, 0]
+    for pattern, caseless in _LEGACY_GATES:
+        expressions.append(pattern)
+        ids.append(LEGACY)
+        flags.append(once if caseless else hyperscan.HS_FLAG_SINGLEMATCH)
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags)
     lock = threading.Lock()  # one scratch space per database: scans may not overlap
@@ -78,6 +100,7 @@ def _hyperscan_engine() -> _Probe:
 
 
 _engine: list[tuple[str, _Probe]] = []
+_wanted: list[str] = []
 
 
 def use_engine(name: str) -> str:
@@ -95,22 +118,24 @@ def use_engine(name: str) -> str:
 
 def engine() -> str:
     """The name of the probe engine in use."""
-    return _engine[0][0]
+    return _engine[0][0] if _engine else use_engine(_wanted[0])
 
 
 def probe(data: bytes) -> tuple[set[int], list[int]]:
     """One pass over data: the indexes in RULES of the rules whose probe occurs (the rules
     worth running; HIDDEN if an escape may hide a key), and where base64-looking runs start."""
+    if not _engine:  # compiled on first use (~60 ms): commands that redact nothing skip it
+        use_engine(_wanted[0])
     return _engine[0][1](data)
 
 
 def probe_rules(data: bytes) -> set[int]:
     """The rule indexes of probe(data)."""
-    return _engine[0][1](data)[0]
+    return probe(data)[0]
 
 
 # CTXD_REDACT_ENGINE=re forces the fallback (the benchmark compares both).
-use_engine("re" if os.environ.get("CTXD_REDACT_ENGINE") == "re" else "hyperscan")
+_wanted.append("re" if os.environ.get("CTXD_REDACT_ENGINE") == "re" else "hyperscan")
 
 
 def find_secrets(text: str) -> list[tuple[int, int, str]]:
@@ -120,7 +145,7 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
     if not hits:
         return []
     found: list[tuple[int, int, str]] = []
-    for i in sorted(hits - {HIDDEN}):
+    for i in sorted(hits - {HIDDEN, LEGACY}):
         rule = RULES[i]
         for m in rule.pattern.finditer(text):
             group = next((g for g in _SECRET_GROUPS if g in m.re.groupindex and m.group(g)), None)

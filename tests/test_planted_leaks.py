@@ -224,6 +224,8 @@ def test_nothing_leaks_in_any_output(planted_state: tuple[Path, list[str]]) -> N
     _, outputs = planted_state
     text = "\n".join(outputs)
     assert "[REDACTED:" in text  # the outputs do show the events, redacted
+    starts = [o for o in outputs if o.startswith("$ SessionStart")]
+    assert sum("additionalContext" in o for o in starts) >= 3  # the hook output is exercised
     leaks = _leaks(text.encode())
     assert leaks == Counter(), [o[:300] for o in outputs if _leaks(o.encode())][:3]
 
