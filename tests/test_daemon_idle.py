@@ -90,7 +90,7 @@ def test_an_idle_daemon_runs_no_more_passes_than_the_rescan_interval_allows(
     assert last["lag_lines"] == 0
 
 
-def test_interval_compactions_skip_when_nothing_is_new_and_release_the_tokenizer(
+def test_interval_compactions_skip_when_nothing_is_new_and_an_idle_daemon_drops_the_tokenizer(
     tmp_path: Path,
 ) -> None:
     from indexer.config import Config
@@ -112,9 +112,14 @@ def test_interval_compactions_skip_when_nothing_is_new_and_release_the_tokenizer
             jobs.request("startup")  # no scheduler: only records the reason
             jobs._job()
             assert (jobs.runs, jobs.skipped) == (1, 0)
-            assert tokens._COUNTERS == {}  # released once the run was over
-            jobs._job()  # an interval run with nothing new
+            jobs._release_tokenizer_when_idle()
+            assert tokens._COUNTERS  # kept while compactions may follow
+            jobs.tokenizer_idle_s = 0.0  # as if the daemon had been idle long enough
+            jobs._release_tokenizer_when_idle()
+            assert tokens._COUNTERS == {}
+            jobs._job()  # an interval run with nothing new: the tokenizer is not loaded again
             assert (jobs.runs, jobs.skipped) == (1, 1)
+            assert tokens._COUNTERS == {}
             run_hook(payload(tool_name="Bash", tool_use_id="toolu_job2"), hook_env(state))
             assert daemon.writer.pass_once().entries == 1
             jobs._job()
