@@ -8,7 +8,7 @@ no pass for a while), then samples /proc/<pid>/stat and /proc/<pid>/status:
   3. during the compaction that follows, until the context files cover every entry.
 
     python bench/bench_idle.py                 # 200,000 indexed, then 1,000,000 ingested, 60 s idle
-    python bench/bench_idle.py --quick         # 20,000, then 50,000, 10 s idle
+    python bench/bench_idle.py --quick         # 20,000, then 50,000, 45 s idle
 """
 
 from __future__ import annotations
@@ -132,10 +132,10 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=200_000, help="indexed before the start")
     parser.add_argument("--ingest", type=int, default=1_000_000, help="ingested while sampling")
     parser.add_argument("--idle-s", type=float, default=60.0, help="idle sampling period")
-    parser.add_argument("--quick", action="store_true", help="20,000 / 50,000 events, 10 s idle")
+    parser.add_argument("--quick", action="store_true", help="20,000 / 50,000 events, 45 s idle")
     args = parser.parse_args()
     if args.quick:
-        args.events, args.ingest, args.idle_s = 20_000, 50_000, 10.0
+        args.events, args.ingest, args.idle_s = 20_000, 50_000, 45.0
     with tempfile.TemporaryDirectory() as tmp:
         paths = StatePaths(Path(tmp) / "state")
         paths.ensure()

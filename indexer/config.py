@@ -13,8 +13,8 @@ from indexer.errors import ConfigError
 
 
 class IngestConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    batch_lines: int = 5000
-    batch_bytes: int = 8 * 1024 * 1024
+    batch_lines: int = 2000
+    batch_bytes: int = 2 * 1024 * 1024
     max_line_bytes: int = 64 * 1024 * 1024
     partial_grace_s: float = 120.0
     max_text_chars: int = 16000

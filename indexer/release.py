@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["LARGE_PASS_LINES", "release_memory"]
+__all__ = ["LARGE_PASS_LINES", "malloc_trim", "release_memory"]
 
 # A pass or compaction at least this large has filled the page cache (32 MB per connection)
 # with pages an idle daemon does not need; smaller ones are left alone (the cache pays off).
@@ -14,10 +14,11 @@ LARGE_PASS_LINES = 20_000
 def release_memory(conn: sqlite3.Connection) -> None:
     """Free the connection's unused cache pages and return freed heap to the system."""
     conn.execute("PRAGMA shrink_memory")
-    _malloc_trim()
+    malloc_trim()
 
 
-def _malloc_trim() -> None:
+def malloc_trim() -> None:
+    """Return the C allocator's freed memory to the system (glibc; elsewhere a no-op)."""
     # glibc keeps freed memory in its arenas; malloc_trim returns it. Elsewhere (musl, macOS)
     # the symbol is missing and there is nothing to do.
     try:

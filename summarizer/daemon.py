@@ -36,6 +36,8 @@ BatchListener = Callable[[IngestStats], None]
 # "closed_no_write" or "attrib": the daemon's own reads cause those, and waking on them made
 # every pass trigger the next (a busy loop with nothing to do).
 WAKE_EVENTS = frozenset({"created", "modified", "moved", "deleted", "closed"})
+ACTIVE_WINDOW_S = 1.0
+ACTIVE_POLL_S = 0.01
 
 
 class SpoolWatcher:
@@ -120,6 +122,7 @@ class Daemon:
         # interval allows (a busy loop shows here first).
         self.passes = 0
         self.skipped = 0
+        self.last_lines_at = 0.0  # wall time of the last pass that indexed lines
 
     def request_stop(self, signum: int | None = None, _frame: FrameType | None = None) -> None:
         if signum is not None:
@@ -165,6 +168,7 @@ class Daemon:
         failures = 0
         last_seen: SpoolSnapshot | None = None  # the spool as the last pass saw it
         unread = True  # bytes past an offset remain (a partial line): passes must go on
+        last_lines = 0.0  # time.monotonic() of the last pass that indexed lines
         while not self.stopping.is_set():
             self.wake.clear()
             replaced = self.writer.index_replaced()
@@ -197,6 +201,7 @@ class Daemon:
                 last_seen, unread = seen, bool(stats.lines) or has_unread(seen, offsets)
             if stats.lines:
                 self.last_stats = stats
+                self.last_lines_at = time.time()
                 for listener in self.listeners:
                     try:
                         listener(stats)
@@ -207,8 +212,12 @@ class Daemon:
                 self._heartbeat()
                 next_beat = time.monotonic() + self.config.daemon.heartbeat_interval_s
             if stats.lines and not self.stopping.is_set():
+                last_lines = time.monotonic()
                 continue  # more may be waiting: drain before sleeping
-            self.wake.wait(interval)
+            # Right after new lines, more usually follow: poll (stat only) at a short interval
+            # for a moment instead of relying on notifications alone, then sleep.
+            busy = time.monotonic() - last_lines < ACTIVE_WINDOW_S
+            self.wake.wait(ACTIVE_POLL_S if busy else interval)
 
     def _heartbeat(self) -> None:
         assert self.writer is not None
@@ -223,6 +232,7 @@ class Daemon:
                 "entries": store.max_entry_id(self.writer.conn),
                 "passes": self.passes,
                 "skipped": self.skipped,
+                "last_lines_at": self.last_lines_at,
             }
             write_atomic(self.paths.daemon_json, json.dumps(info).encode())
         except Exception:

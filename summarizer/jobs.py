@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from indexer import store
 from indexer.config import Config
 from indexer.paths import StatePaths
-from indexer.release import release_memory
+from indexer.release import malloc_trim, release_memory
 
 if TYPE_CHECKING:
     from indexer.ingest import IngestStats
@@ -40,6 +41,9 @@ COMPLETION_EVENTS = ("agent_complete", "agent_failed", "subagent_stop", "feature
 IMMEDIATE_EVENTS = ("pre_compact", "session_end")
 REQUEST_POLL_S = 0.1
 COMPACTION_CACHE_KIB = 4096
+# The tokenizer (~40 MB) is released once no compaction ran for this long: reloading it costs
+# ~0.3 s of CPU, too much after every compaction of a busy session, nothing for an idle daemon.
+TOKENIZER_IDLE_S = 30.0
 _COUNTED_MAX = 4096  # completions remembered to count an agent once (SubagentStop + PostToolUse)
 
 
@@ -62,6 +66,8 @@ class CompactionJobs:
         self._seen_id = 0
         self._conn: sqlite3.Connection | None = None
         self._poller: threading.Thread | None = None
+        self._last_run_end = 0.0  # time.monotonic() when the last job ended; 0 = released
+        self.tokenizer_idle_s = TOKENIZER_IDLE_S
 
     def start(self) -> None:
         """Start the scheduler (first run now), the batch listener and the request poller."""
@@ -181,6 +187,7 @@ class CompactionJobs:
 
         path = self.daemon.paths.root / REQUEST_FILE
         while not self.daemon.stopping.wait(REQUEST_POLL_S):
+            self._release_tokenizer_when_idle()
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -203,7 +210,8 @@ class CompactionJobs:
                 with self._lock:
                     if not self._requested or self.daemon.stopping.is_set():
                         self._running = False
-                        self._release()
+                        self._last_run_end = time.monotonic()
+                        self._release_cache()
                         return
                     self._requested = False
                     reasons, self._reasons = self._reasons or {"request"}, set()
@@ -235,16 +243,29 @@ class CompactionJobs:
         )
         self.runs += 1
 
-    def _release(self) -> None:
-        """Between compactions the daemon holds neither the tokenizer nor a full page cache."""
-        from summarizer.tokens import release_counters
-
-        release_counters()
+    def _release_cache(self) -> None:
+        """After a run: the compaction's page cache is not needed until the next one."""
         if self._conn is not None:
             try:
                 release_memory(self._conn)
             except Exception:
                 log.exception("releasing memory after a compaction failed")
+
+    def _release_tokenizer_when_idle(self) -> None:
+        """Release the tokenizer once no compaction ran for `tokenizer_idle_s` (poller thread)."""
+        from summarizer.tokens import release_counters
+
+        with self._lock:
+            idle = (
+                not self._running
+                and self._last_run_end > 0
+                and time.monotonic() - self._last_run_end >= self.tokenizer_idle_s
+            )
+            if not idle:
+                return
+            self._last_run_end = 0.0
+        release_counters()
+        malloc_trim()
 
     def _on_event(self, event: Any) -> None:
         from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED

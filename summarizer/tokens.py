@@ -92,6 +92,10 @@ def _load_encoding(value: str) -> tiktoken.Encoding:
         ) from exc
     if enc.n_vocab != _CL100K_N_VOCAB or enc.encode_ordinary(_CL100K_PROBE[0]) != _CL100K_PROBE[1]:
         raise _unavailable(value, "the bundled encoding is not cl100k_base")
+    # The Rust core holds its own copy of the ranks; tiktoken keeps the Python dict (~15 MB of
+    # the daemon's memory) only to pickle the Encoding, which ctxd never does.
+    if isinstance(getattr(enc, "_mergeable_ranks", None), dict):
+        enc._mergeable_ranks = {}
     return enc
 
 
