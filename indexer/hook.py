@@ -254,24 +254,10 @@ def _prebuild(base: str) -> None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         if root not in sys.path:
             sys.path.append(root)
-        from summarizer.resume_hook import read_settings
+        from summarizer.resume_hook import read_settings, spawn_detached
 
-        if not read_settings(base).prebuild:
-            return
-        import subprocess
-
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        subprocess.Popen(
-            [sys.executable, "-m", "summarizer.prebuild", base],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=root,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
+        if read_settings(base).prebuild:
+            spawn_detached(["summarizer.prebuild", base])
     except Exception:
         pass
 

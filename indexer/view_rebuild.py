@@ -47,20 +47,14 @@ def rebuild(conn: sqlite3.Connection, paths: StatePaths) -> int:
     Call with the writer lock held, after `request` was committed. The marker and watermark
     updates run in the caller's transaction if there is one.
     """
-    from indexer.views import ViewWriter  # views imports this module for catch-up
+    from indexer.views import ViewWriter, append_after  # views imports this module
 
     shadow = paths.root / SHADOW
     _remove_tree(shadow)
     ensure_private_dir(shadow)
     writer = ViewWriter(_ShadowPaths(paths.root))
-    written = upto = 0
     try:
-        while True:
-            batch = store.entries_after(conn, upto, 20000)
-            if not batch:
-                break
-            written += writer.append(batch)
-            upto = batch[-1].id
+        written, _ = append_after(conn, writer, 0)
     finally:
         writer.close()
     fresh = _swap_in(shadow, paths.sessions)

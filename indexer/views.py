@@ -178,14 +178,21 @@ def catch_up(
     if known and not dirty and known[0].id == upto + 1 and known[-1].id == store.max_entry_id(conn):
         written += writer.append(known)
         upto = known[-1].id
+    more, upto = append_after(conn, writer, upto)
+    store.set_meta(conn, "views_upto", str(upto))
+    return written + more
+
+
+def append_after(conn: sqlite3.Connection, writer: ViewWriter, upto: int) -> tuple[int, int]:
+    """Append every entry after id `upto` to the views, in bounded batches; return
+    (lines written, the last id appended)."""
+    written = 0
     while True:
         batch = store.entries_after(conn, upto, 20000)
         if not batch:
-            break
+            return written, upto
         written += writer.append(batch)
         upto = batch[-1].id
-    store.set_meta(conn, "views_upto", str(upto))
-    return written
 
 
 def rebuild_all(conn: sqlite3.Connection, paths: StatePaths) -> int:

@@ -29,6 +29,8 @@ __all__ = [
     "read_settings",
     "running_summary_text",
     "session_start_output",
+    "spawn_daemon",
+    "spawn_detached",
     "take_context",
 ]
 
@@ -289,17 +291,25 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
 
 def spawn_daemon(state_dir: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     """Run `ctxd run --state-dir …` in a new session with stdio on /dev/null."""
+    proc = spawn_detached(["summarizer.cli", "run", "--state-dir", state_dir], pass_fds)
+    _SPAWNED.append(proc)
+    return proc
+
+
+def spawn_detached(
+    module_argv: list[str], pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """Run `python -m <module_argv>` from this checkout in a new session, stdio on /dev/null."""
     import subprocess
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    argv = [sys.executable, "-m", "summarizer.cli", "run", "--state-dir", state_dir]
     # stdout/stderr on /dev/null: a child holding the hook's pipes makes Claude Code wait
     # for it (hooks reference §7 #7).
-    proc = subprocess.Popen(
-        argv,
+    return subprocess.Popen(
+        [sys.executable, "-m", *module_argv],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -309,8 +319,6 @@ def spawn_daemon(state_dir: str, pass_fds: tuple[int, ...] = ()) -> subprocess.P
         close_fds=True,
         pass_fds=pass_fds,
     )
-    _SPAWNED.append(proc)
-    return proc
 
 
 # --- private ----------------------------------------------------------------------------
