@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "read",
         "summarizer.commands_read:cmd_read",
-        "print one agent's recent history (seed 000 §3.3)",
+        "print one agent's recent history",
     )
     p.add_argument("--agent-id", help="agent instance id (required; 'main' is the orchestrator)")
     p.add_argument(

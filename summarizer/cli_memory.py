@@ -20,7 +20,7 @@ def register(add: AddCommand) -> None:
     p = add(
         "emit",
         "summarizer.emit:cmd_emit",
-        "record an explicit decision, failure, constraint or feature event (seed 004 fields)",
+        "record an explicit decision, failure, constraint or feature event",
     )
     p.add_argument(
         "kind",
