@@ -137,8 +137,9 @@ def cut_bytes(text: str, tokens: int) -> str:
 def test_pack_items_cuts_the_first_item_that_does_not_fit_into_the_room_left(
     items: list[str], max_tokens: int, max_chars: int | None, sep: str
 ) -> None:
-    """Whole items while they fit; the first that does not is cut into the room left (all of
-    it but at most one token of join slack), if 8 tokens or more are left; then nothing."""
+    """Whole items while they fit; the first that does not is cut into the room left (in
+    tokens, all of it but one token of join slack; in characters, all of it) if that is at
+    least 8 tokens; then nothing more."""
     kept = pack_items(
         items, max_tokens, utf8_tokens, separator=sep, max_chars=max_chars, truncate=cut_bytes
     )
@@ -146,13 +147,11 @@ def test_pack_items_cuts_the_first_item_that_does_not_fit_into_the_room_left(
     whole: list[str] = []
     for item in items:
         if len(sep.join([*whole, item])) > limit:
-            room = limit - len(sep.join(whole)) - (len(sep) if whole else 0)
-            if kept == whole:  # not cut: the room was too small for a useful piece
-                assert room - 1 < 8
-            else:
-                assert kept[:-1] == whole
-                assert item.startswith(kept[-1])
-                assert room - 1 <= len(kept[-1]) <= room
+            used = len(sep.join(whole)) + (len(sep) if whole else 0)
+            want = max_tokens - used - 1
+            if max_chars is not None:
+                want = min(want, max_chars - used)
+            assert kept == ([*whole, item[:want]] if want >= 8 else whole)
             return
         whole.append(item)
     assert kept == whole  # everything fitted
@@ -210,7 +209,7 @@ SECTION = st.builds(
     specs=st.lists(SECTION, min_size=1, max_size=3),
     total=st.integers(0, 200),
     max_chars=st.none() | st.integers(0, 200),
-    sep=st.sampled_from(["\n", " | "]),
+    sep=st.sampled_from(["\n", " | ", ""]),
     flow=st.none() | st.integers(0, 2),
 )
 def test_pack_sections_keeps_everything_that_fits(
@@ -234,3 +233,17 @@ def test_a_section_that_uses_its_whole_budget_leaves_nothing_to_flow() -> None:
     summary = Section("summary", "S", items, budget_tokens=30)  # all three need 31
     packed = pack_sections([facts, summary], 1000, utf8_tokens, flow_to="summary")
     assert packed == {"facts": ["a" * 10], "summary": items[:2]}
+
+
+def test_pack_sections_cuts_an_item_into_the_section_budget() -> None:
+    section = Section("s", "H", ["x" * 50, "never"], budget_tokens=30)
+    packed = pack_sections([section], 1000, utf8_tokens, truncate=cut_bytes)
+    assert packed == {"s": ["x" * 27]}  # "H\n" + 27 = 29: the room less one token of slack
+
+
+def test_the_smallest_budgets_still_hold_what_fits() -> None:
+    assert pack_items(["a", "b"], 10, utf8_tokens, max_chars=1) == ["a"]
+    assert pack_items(["a", "b"], 1, utf8_tokens) == ["a"]
+    one = Section("s", "", ["a", "b"], budget_tokens=5)
+    assert pack_sections([one], 1, utf8_tokens) == {"s": ["a"]}
+    assert pack_sections([one], 10, utf8_tokens, max_chars=1) == {"s": ["a"]}

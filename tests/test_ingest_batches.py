@@ -87,3 +87,18 @@ def test_line_numbers_and_offsets_are_exact_across_batches(
     assert _rows(paths, "SELECT line_no, offset FROM files") == [(26, segment.stat().st_size)]
     tools = _rows(paths, "SELECT tool_use_id FROM entries ORDER BY id")
     assert tools == [(f"toolu_{n:06d}",) for n in range(1, 27) if n not in BAD]
+
+
+@pytest.mark.parametrize("tail", [b"\n", b"\n\n", b" \n"], ids=["one-byte", "two-bytes", "blank"])
+def test_blank_lines_at_the_end_are_consumed(tmp_path: Path, tail: bytes) -> None:
+    """A blank last line (even one single byte) is read and counted, and the offset reaches
+    the end: nothing is left to make the spool look behind."""
+    paths = StatePaths(tmp_path / "state")
+    paths.ensure()
+    segment = paths.spool / SEALED
+    segment.write_bytes(_good(1) + tail)
+    stats = catch_up(paths, Config(ingest=IngestConfig(batch_lines=1))).stats  # 1 byte left
+    assert stats.entries == 1
+    size = segment.stat().st_size
+    assert _rows(paths, "SELECT offset FROM files") == [(size,)]
+    assert _rows(paths, "SELECT line_no FROM files") == [(1 + tail.count(b"\n"),)]
