@@ -24,7 +24,7 @@ import pytest
 from helpers import REPO, hook_env
 from test_crash import BASE_TS_NS, append, generate
 
-from indexer import store, views
+from indexer import store, view_rebuild, views
 from indexer.paths import StatePaths
 
 _RETENTION = """
@@ -65,11 +65,18 @@ def _run(what: str, state: Path) -> float:
     return time.monotonic() - t0
 
 
-def _start_and_kill(what: str, state: Path, delay: float) -> bool:
-    """Start `what`, SIGKILL it after `delay` s unless it finished; True if it was killed."""
+def _start_and_kill(what: str, state: Path, delay: float, after: Path | None = None) -> bool:
+    """Start `what`, SIGKILL it after `delay` s unless it finished; True if it was killed.
+
+    With `after`, the delay counts from when that path appears (e.g. the rebuild's shadow
+    tree), so that the kill lands inside the work however long the interpreter takes to start.
+    """
     proc = subprocess.Popen(
         _command(what, state), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+    if after is not None:
+        while proc.poll() is None and not after.exists():
+            time.sleep(0.0005)
     try:
         proc.wait(timeout=delay)
     except subprocess.TimeoutExpired:
@@ -185,7 +192,11 @@ def kill_loop(
             shutil.copytree(pristine, state)
             if prepare:
                 prepare(state)
-        if not _start_and_kill(what, state, rng.uniform(0.0, duration)):
+        # Every other rebuild is killed while its shadow tree exists: random moments alone
+        # land mostly in the interpreter's start on a loaded machine.
+        shadow = state / view_rebuild.SHADOW if what == "rebuild" and runs % 2 == 0 else None
+        delay = rng.uniform(0.0, 0.01) if shadow else rng.uniform(0.0, duration)
+        if not _start_and_kill(what, state, delay, after=shadow):
             continue
         landed += 1
         mid += pending_rebuild(state) if what in ("rebuild", "retention") else 1
