@@ -152,6 +152,20 @@ def _copies(body: dict[str, Any]) -> list[str]:
     return _COPY.findall(json.dumps(body["messages"], ensure_ascii=False).replace("\\n", "\n"))
 
 
+def _notes_texts(body: dict[str, Any]) -> list[str]:
+    """The ctxd notes in one request, whole: from their first line to the end of their message
+    (two compactions within one second have the same first line)."""
+    texts: list[str] = []
+    for message in body["messages"]:
+        content = message.get("content")
+        blocks = [content] if isinstance(content, str) else content or []
+        for block in blocks:
+            text = block if isinstance(block, str) else block.get("text", "")
+            for part in text.split("ctxd notes for session ")[1:]:
+                texts.append(part)
+    return texts
+
+
 @pytest.mark.parametrize("with_daemon", [False, True], ids=["no-daemon", "daemon"])
 def test_real_client_session(tmp_path: Path, with_daemon: bool) -> None:
     claude = _claude()
@@ -217,7 +231,11 @@ def test_real_client_session(tmp_path: Path, with_daemon: bool) -> None:
     assert after_auto and all(len(c) == 1 for c in after_auto), after_auto
     later = [_copies(b) for i, b in main if manual < i < marks["resume2"]]
     assert later and all(len(c) == 1 for c in later), later
-    assert later[0] != after_auto[0]  # the manual compaction's notes replaced the first ones
+    # The manual compaction's notes replaced the first ones.
+    first = next(_notes_texts(b) for i, b in main if auto < i < marks["run1"])
+    second = next(_notes_texts(b) for i, b in main if manual < i < marks["resume2"])
+    assert len(first) == len(second) == 1
+    assert first != second
 
     # The new session: the project memory once, with the task left open; no session notes.
     startup = [b for i, b in main if i >= marks["resume2"]]
