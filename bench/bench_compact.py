@@ -25,8 +25,8 @@ from gen_index import build, insert
 from indexer import store
 from indexer.config import Config
 from indexer.paths import StatePaths
-from summarizer.compact import compact_and_publish
-from summarizer.memory import compact
+from summarizer.memory.compact import compact_and_publish
+from summarizer.memory.store import compact
 
 
 class Index:

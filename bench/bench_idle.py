@@ -149,7 +149,7 @@ def main() -> int:
         log = Path(tmp) / "daemon.stderr"
         with log.open("wb") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "summarizer.cli", "run", "--state-dir", str(paths.root)],
+                [sys.executable, "-m", "summarizer.cli.app", "run", "--state-dir", str(paths.root)],
                 env={**os.environ, "PYTHONPATH": str(REPO)},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

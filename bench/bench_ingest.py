@@ -31,7 +31,7 @@ from indexer.ingest import Ingestor  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from indexer.spool import repair_surrogates  # noqa: E402
 from indexer.writer import open_writer  # noqa: E402
-from summarizer.demo_session import demo_session  # noqa: E402
+from summarizer.cli.demo_session import demo_session  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus" / "hooks"
 

@@ -29,8 +29,9 @@ from indexer import store
 from indexer.config import Config
 from indexer.hook import append_line, build_line, segment_name
 from indexer.paths import StatePaths
-from summarizer.compact import compact_and_publish
-from summarizer.inject import ContextAgent, render_injection
+from summarizer.memory.compact import compact_and_publish
+from summarizer.memory.inject import ContextAgent
+from summarizer.memory.inject_cache import render_injection
 
 _serial = itertools.count()
 

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from indexer.hook import append_line, build_line, segment_name  # noqa: E402
-from summarizer.demo_session import demo_session  # noqa: E402
+from summarizer.cli.demo_session import demo_session  # noqa: E402
 
 _QUERY = "SELECT 1 FROM entries WHERE ts_ns=? AND pid=?"
 
@@ -48,7 +48,7 @@ def main() -> None:
         state = Path(tmp) / "state"
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         daemon = subprocess.Popen(
-            [sys.executable, "-m", "summarizer.cli", "run", "--state-dir", str(state)],
+            [sys.executable, "-m", "summarizer.cli.app", "run", "--state-dir", str(state)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -114,7 +114,7 @@ def main() -> None:
         read = [
             sys.executable,
             "-m",
-            "summarizer.cli",
+            "summarizer.cli.app",
             "read",
             "--agent-id",
             "bench-agent",

@@ -30,17 +30,17 @@ from indexer import store  # noqa: E402
 from indexer.config import Config  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from indexer.writer import open_writer  # noqa: E402
-from summarizer.compact import compact_and_publish  # noqa: E402
-from summarizer.inject_cache import CACHE_FILE  # noqa: E402
+from summarizer.memory.compact import compact_and_publish  # noqa: E402
+from summarizer.memory.inject_cache import CACHE_FILE  # noqa: E402
 
 
 def ctxd_command() -> list[str]:
-    """The installed console script next to this interpreter, else `python -m summarizer.cli`."""
+    """The installed console script next to this interpreter, else `python -m summarizer.cli.app`."""
     script = Path(sys.executable).with_name("ctxd")
     if script.exists():
         return [str(script)]
     found = shutil.which("ctxd")
-    return [found] if found else [sys.executable, "-m", "summarizer.cli"]
+    return [found] if found else [sys.executable, "-m", "summarizer.cli.app"]
 
 
 def prepare(paths: StatePaths, events: int) -> None:

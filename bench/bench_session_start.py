@@ -23,8 +23,8 @@ from indexer.config import Config  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from indexer.store import connect  # noqa: E402
 from indexer.writer import catch_up  # noqa: E402
-from summarizer import resume  # noqa: E402
-from summarizer.demo_session import DEMO_SESSION_ID, demo_session  # noqa: E402
+from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session  # noqa: E402
+from summarizer.resume import writer as resume  # noqa: E402
 
 HOOK = [sys.executable, "-I", "-S", str(REPO / "indexer" / "hook.py")]
 BASELINE = [sys.executable, "-I", "-c", "pass"]
@@ -203,7 +203,7 @@ def _real_client_flow(
     daemon = None
     if with_daemon:
         daemon = subprocess.Popen(
-            [sys.executable, "-m", "summarizer.cli", "run", "--state-dir", str(state)],
+            [sys.executable, "-m", "summarizer.cli.app", "run", "--state-dir", str(state)],
             env={**env, "PYTHONPATH": str(REPO)},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from summarizer.tokens import get_counter
+from summarizer.common.tokens import get_counter
 
 CORPUS = Path("/work/shared/corpus")
 

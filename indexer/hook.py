@@ -21,6 +21,8 @@ _SESSION_START_MARK = b'"hook_event_name":"SessionStart"'
 _PRE_COMPACT_MARK = b'"hook_event_name":"PreCompact"'
 
 
+# The same rule as indexer/statedir.py (a copy: this script imports only the stdlib;
+# tests/test_layers.py checks that the two stay identical).
 def state_dir(environ: "os._Environ[str] | dict[str, str]", cwd: str) -> str:
     """Resolve the state directory: $CTXD_HOME, else <project>/.ctxd (ARCHITECTURE §4).
 
@@ -206,7 +208,7 @@ def _read_stdin() -> bytes:
 
 def _session_start(payload: bytes, base: str) -> None:
     # Only SessionStart may print (its stdout becomes context). The heavy lifting lives in
-    # summarizer.resume_hook, imported only for this event.
+    # summarizer.resume.hook, imported only for this event.
     head = payload[:4096].replace(b" ", b"")
     if _SESSION_START_MARK not in head:
         return
@@ -220,7 +222,7 @@ def _session_start(payload: bytes, base: str) -> None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         if root not in sys.path:
             sys.path.append(root)
-        from summarizer.resume_hook import session_start_output
+        from summarizer.resume.hook import session_start_output
 
         text = session_start_output(payload, base)
     except Exception:
@@ -254,10 +256,10 @@ def _prebuild(base: str) -> None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         if root not in sys.path:
             sys.path.append(root)
-        from summarizer.resume_hook import read_settings, spawn_detached
+        from summarizer.resume.hook import read_settings, spawn_detached
 
         if read_settings(base).prebuild:
-            spawn_detached(["summarizer.prebuild", base])
+            spawn_detached(["summarizer.daemon.prebuild", base])
     except Exception:
         pass
 

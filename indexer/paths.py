@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from indexer.errors import InvalidIdError, StateDirError
-from indexer.hook import state_dir as _resolve_state_dir
+from indexer.statedir import state_dir as _resolve_state_dir
 
 # Session ids are UUIDs in Claude Code; ctxd also accepts the short, readable ids that tests
 # and orchestrators use. Dots are allowed inside but an id may not start with one, so "." and

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from indexer import store
 from indexer.paths import StatePaths, ensure_private_dir
+from indexer.view_writer import ViewWriter, append_after
 
 MARKER = "views_rebuild"
 SHADOW = "views.new"
@@ -47,8 +48,6 @@ def rebuild(conn: sqlite3.Connection, paths: StatePaths) -> int:
     Call with the writer lock held, after `request` was committed. The marker and watermark
     updates run in the caller's transaction if there is one.
     """
-    from indexer.views import ViewWriter, append_after  # views imports this module
-
     shadow = paths.root / SHADOW
     _remove_tree(shadow)
     ensure_private_dir(shadow)

@@ -13,9 +13,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from summarizer.inject import ContextAgent
+    from summarizer.memory.inject import ContextAgent
 
-_EXPORTS = {"ContextAgent": "summarizer.inject"}
+_EXPORTS = {"ContextAgent": "summarizer.memory.inject"}
 
 __all__ = ["ContextAgent"]
 

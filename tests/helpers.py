@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 # checkout, or $CTXD_TEST_CORPUS. Locally its tests skip without it; under CI=true the run fails.
 CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus")
 HOOK = REPO / "indexer" / "hook.py"
-# The command Claude Code runs (see summarizer.install): isolated mode, no site-packages.
+# The command Claude Code runs (see summarizer.cli.install): isolated mode, no site-packages.
 HOOK_CMD = (sys.executable, "-I", "-S", str(HOOK))
 # Variables that would redirect the state directory or the imports of a child process.
 _SCRUBBED = ("CTXD_HOME", "CLAUDE_PROJECT_DIR", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
@@ -72,7 +72,7 @@ def run_cli(
     env: Mapping[str, str] | None = None,
     timeout: float = 120.0,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `ctxd <args>` as `python -m summarizer.cli` from this checkout; text output.
+    """Run `ctxd <args>` as `python -m summarizer.cli.app` from this checkout; text output.
 
     With `state_dir`, CTXD_HOME points at it; `env` (default: a clean copy of os.environ)
     always gets PYTHONPATH set to the repository so the checkout's packages are imported.
@@ -82,7 +82,7 @@ def run_cli(
         full_env["CTXD_HOME"] = str(state_dir)
     full_env["PYTHONPATH"] = str(REPO)
     return subprocess.run(
-        [sys.executable, "-m", "summarizer.cli", *args],
+        [sys.executable, "-m", "summarizer.cli.app", *args],
         env=full_env,
         cwd=cwd,
         capture_output=True,

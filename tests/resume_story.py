@@ -12,7 +12,7 @@ from typing import Any
 
 from helpers import REPO, clean_env, poll
 
-from summarizer.demo_session import DEMO_SESSION_ID, demo_session
+from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
 
 SID = DEMO_SESSION_ID
 PROJECT_FILES = (
@@ -129,7 +129,7 @@ class Daemons:
 
     def start(self, state_dir: Path) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "summarizer.cli", "run", "--state-dir", str(state_dir)],
+            [sys.executable, "-m", "summarizer.cli.app", "run", "--state-dir", str(state_dir)],
             env=clean_env(PYTHONPATH=str(REPO)),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 
 from indexer.config import Config, parse_config
-from summarizer.cli import build_parser
+from summarizer.cli.app import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -64,7 +64,7 @@ def test_packaged_default_config_is_the_documented_one() -> None:
 
 def test_demo_runs_and_shows_each_stage() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "summarizer.cli", "demo"],
+        [sys.executable, "-m", "summarizer.cli.app", "demo"],
         cwd=REPO,
         capture_output=True,
         text=True,

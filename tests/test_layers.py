@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # The one sanctioned exception: the SessionStart branch of the hook imports the resume
 # module lazily, after appending, and only for that event (ARCHITECTURE I1, issue 4 §4).
-_ALLOWED = {("indexer/hook.py", "summarizer.resume_hook")}
+_ALLOWED = {("indexer/hook.py", "summarizer.resume.hook")}
 
 
 def _imports(path: Path) -> list[str]:
@@ -64,11 +64,10 @@ def test_importing_the_packages_loads_no_heavy_module() -> None:
 def test_only_tokens_imports_tiktoken() -> None:
     users = [
         str(p.relative_to(REPO))
-        for p in sorted(REPO.glob("*/*.py"))
-        if p.parent.name in ("indexer", "summarizer")
-        and any(n.split(".")[0] == "tiktoken" for n in _imports(p))
+        for p in sorted([*REPO.glob("indexer/**/*.py"), *REPO.glob("summarizer/**/*.py")])
+        if any(n.split(".")[0] == "tiktoken" for n in _imports(p))
     ]
-    assert users == ["summarizer/tokens.py"]
+    assert users == ["summarizer/common/tokens.py"]
 
 
 def test_readonly_schema_version_matches_the_store() -> None:
@@ -87,7 +86,7 @@ def test_read_on_a_current_index_loads_no_msgspec(tmp_path: Path) -> None:
     run(payload, {"CTXD_HOME": str(tmp_path)}, "/")
     catch_up(StatePaths(tmp_path))
     code = (
-        "import sys; from summarizer.cli import main;"
+        "import sys; from summarizer.cli.app import main;"
         f"main(['read', '--agent-id', 'main', '--state-dir', {str(tmp_path)!r}]);"
         "print('msgspec' in sys.modules, file=sys.stderr)"
     )
@@ -96,3 +95,120 @@ def test_read_on_a_current_index_loads_no_msgspec(tmp_path: Path) -> None:
     )
     assert out.stderr.strip() == "False"
     assert '"prompt"' in out.stdout
+
+
+# --- The layout: folders by job, dependencies pointing one way, no circle ----------------------
+
+# Rank of each folder: an import may point to the same rank or lower, never higher.
+_RANK = {"indexer": 0, "common": 1, "memory": 2, "resume": 2, "daemon": 3, "cli": 4}
+# The SessionStart branch of the hook imports the resume hook lazily (the one upward import).
+_UPWARD_ALLOWED = {("indexer.hook", "summarizer.resume.hook")}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted([*REPO.glob("indexer/**/*.py"), *REPO.glob("summarizer/**/*.py")]):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _edges() -> dict[str, set[str]]:
+    """module -> internal modules it imports anywhere in its body (lazy imports included)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [
+                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
+                    for a in node.names
+                ]
+            for t in targets:
+                if t in mods and t != mod:
+                    graph[mod].add(t)
+    return graph
+
+
+def _rank(mod: str) -> int:
+    parts = mod.split(".")
+    if parts[0] == "indexer":
+        return _RANK["indexer"]
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] in _RANK):
+        return _RANK[parts[1]]
+    return 9  # the package itself and its public shims sit on top
+
+
+def test_every_summarizer_module_lives_in_a_job_folder() -> None:
+    loose = sorted(
+        p.name for p in (REPO / "summarizer").glob("*.py") if p.name not in ("__init__.py", "emit.py")
+    )
+    assert not loose, f"modules outside the job folders: {loose}"
+
+
+def test_imports_never_point_up() -> None:
+    bad = [
+        f"{mod} -> {dep}"
+        for mod, deps in _edges().items()
+        for dep in sorted(deps)
+        if _rank(dep) > _rank(mod) and (mod, dep) not in _UPWARD_ALLOWED
+    ]
+    assert not bad, "imports pointing up (cli -> daemon -> memory/resume -> common -> indexer):\n" + "\n".join(bad)
+
+
+def test_no_import_circle() -> None:
+    graph = _edges()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_the_hook_script_and_statedir_share_one_rule() -> None:
+    # The hook script keeps a copy of the state-directory rule (it imports only the stdlib).
+    def body(path: Path) -> list[str]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        wanted = [f for f in funcs if f.name in ("state_dir", "_git_root", "git_root")]
+        return [ast.dump(f).replace("_git_root", "git_root") for f in wanted]
+
+    assert body(REPO / "indexer" / "hook.py") == body(REPO / "indexer" / "statedir.py")
+
+
+def test_public_entry_points_of_the_old_layout() -> None:
+    import summarizer.cli
+    import summarizer.emit
+    from summarizer.cli.app import main
+    from summarizer.memory.emit import emit
+
+    assert summarizer.emit.emit is emit
+    assert callable(summarizer.cli.main) and callable(main)

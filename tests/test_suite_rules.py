@@ -204,7 +204,7 @@ def violations(source: str, name: str = "<test>") -> list[str]:
 
 def test_no_test_asserts_a_duration_or_sleeps_to_synchronize() -> None:
     found = []
-    for path in sorted(TESTS.glob("*.py")):
+    for path in sorted(TESTS.rglob("*.py")):
         found += violations(path.read_text(), path.name)
     assert found == []
 

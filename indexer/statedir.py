@@ -1,0 +1,34 @@
+"""Where the state directory is: $CTXD_HOME, else <project>/.ctxd (standard library only)."""
+
+# indexer/paths.py resolves the state directory here, not through the hook: the hook's
+# SessionStart branch imports the resume code, which imports paths (an import circle).
+# The hook script keeps an identical copy, because run as `python -I -S .../hook.py` it
+# may import nothing but the standard library; tests/test_layers.py checks the two match.
+
+import os
+
+
+def state_dir(environ: "os._Environ[str] | dict[str, str]", cwd: str) -> str:
+    """Resolve the state directory: $CTXD_HOME, else <project>/.ctxd (ARCHITECTURE §4).
+
+    project = $CLAUDE_PROJECT_DIR, else the git root above `cwd`, else `cwd`.
+    """
+    home = environ.get("CTXD_HOME", "")
+    if home:
+        return home
+    project = environ.get("CLAUDE_PROJECT_DIR", "")
+    if not project:
+        project = git_root(cwd) or cwd
+    return os.path.join(project, ".ctxd")
+
+
+def git_root(cwd: str) -> str:
+    path = cwd
+    for _ in range(64):  # bounded: a pathological cwd must not cost more than a few stats
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return ""
+        path = parent
+    return ""

@@ -1,0 +1,178 @@
+"""`ctxd forget`: delete sessions from the spool, index, views and memory, then VACUUM."""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import os
+import shutil
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from indexer import store, views
+from indexer.errors import CtxdError
+from indexer.paths import StatePaths, check_session_id
+from indexer.spool import is_segment_name
+from indexer.spool_retention import RetentionReport, delete_segment
+from indexer.writer import open_writer, writer_lock
+from summarizer.common.cliargs import state_paths
+
+__all__ = ["ForgetReport", "cmd_forget", "forget"]
+
+# Tables keyed by session: the index's and the memory's. Memory rows of a forgotten session
+# go whole (a failure seen in several sessions keeps the last session's id and goes with it).
+_SESSION_TABLES = (
+    "entries",
+    "sessions",
+    "agents",
+    "agent_aliases",
+    "dirty_views",
+    "mem_decisions",
+    "mem_failures",
+    "mem_constraints",
+    "mem_features",
+    "mem_files",
+    "mem_sessions",
+)
+
+
+@dataclass
+class ForgetReport:
+    """What one forget run deleted, and the spool segments it had to keep."""
+
+    sessions: list[str] = field(default_factory=list)
+    rows: int = 0
+    spool: RetentionReport = field(default_factory=RetentionReport)
+
+
+def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> ForgetReport:
+    """Forget one session, or every session last active before `before_ns` (and the spool
+    segments of hours before it). The caller must not hold the writer lock: this takes it."""
+    report = ForgetReport()
+    with writer_lock(paths, wait_s=10.0):
+        writer = open_writer(paths)
+        try:
+            writer.start()
+            while writer.pass_once().lines:  # everything indexed: segments may then go
+                pass
+            conn = writer.conn
+            report.sessions = _sessions(conn, session_id, before_ns)
+            report.rows = _delete_rows(conn, report.sessions, before_ns)
+            _delete_spool(paths, conn, report, before_ns)
+            for sid in report.sessions:
+                for folder in (paths.sessions / sid, paths.resume / sid):
+                    _remove_tree(folder)
+            if report.sessions or report.rows:
+                # The project-wide view and the views of sessions that keep some entries
+                # still hold forgotten lines: rebuild every view from what is left.
+                views.rebuild_all(conn, paths)
+            if report.sessions:
+                # Built from the memory of every session: rebuilt at the next compaction.
+                for name in os.listdir(paths.context) if paths.context.is_dir() else ():
+                    _remove_tree(paths.context / name)
+            # Deleted rows stay in free pages and in the WAL until both are rewritten (unless
+            # SQLite was built with secure_delete on, which zeroes freed pages).
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            writer.close()
+    return report
+
+
+def _sessions(conn: sqlite3.Connection, session_id: str | None, before_ns: int | None) -> list[str]:
+    if session_id is not None:
+        return [check_session_id(session_id)]
+    rows = conn.execute(
+        "SELECT session_id FROM sessions WHERE last_ns<? ORDER BY session_id", (before_ns,)
+    )
+    return [str(r[0]) for r in rows]
+
+
+def _delete_rows(conn: sqlite3.Connection, sessions: list[str], before_ns: int | None) -> int:
+    existing = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+    count = 0
+    with store.transaction(conn):
+        for table in _SESSION_TABLES:
+            if table in existing:
+                for sid in sessions:
+                    cur = conn.execute(f"DELETE FROM {table} WHERE session_id=?", (sid,))
+                    count += cur.rowcount
+        if "mem_constraint_terms" in existing:
+            conn.execute(
+                "DELETE FROM mem_constraint_terms WHERE id NOT IN (SELECT id FROM mem_constraints)"
+            )
+        if before_ns is not None:
+            count += conn.execute("DELETE FROM quarantine WHERE ts_ns<?", (before_ns,)).rowcount
+    return count
+
+
+def _delete_spool(
+    paths: StatePaths, conn: sqlite3.Connection, report: ForgetReport, before_ns: int | None
+) -> None:
+    """Delete every indexed segment that holds a forgotten session (its other sessions are
+    indexed already: the spool is only their buffer), or whose hour is before the date."""
+    needles = [b'"' + sid.encode() + b'"' for sid in report.sessions]
+    known = store.active_files(conn)
+    try:
+        names = sorted(n for n in os.listdir(paths.spool) if n.endswith(".jsonl"))
+    except FileNotFoundError:
+        return
+
+    def holds(fd: int, name: str) -> bool:
+        if before_ns is not None and is_segment_name(name):
+            try:
+                hour = calendar.timegm(time.strptime(name[:11], "%Y%m%dT%H"))
+            except ValueError:
+                hour = None
+            if hour is not None and (hour + 3600) * 10**9 <= before_ns:
+                return True
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read()
+        return any(n in data for n in needles)
+
+    for name in names:
+
+        def wanted(fd: int, name: str = name) -> bool:
+            return holds(fd, name)
+
+        delete_segment(conn, paths, name, known.get(name), report.spool, wanted)
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete a file or a directory tree; a symlink is removed itself, never followed."""
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(path)  # rmtree does not follow symlinks inside the tree
+    except FileNotFoundError:
+        pass
+
+
+def _parse_date(text: str) -> int:
+    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"):
+        try:
+            return calendar.timegm(time.strptime(text, fmt)) * 10**9
+        except ValueError:
+            continue
+    raise CtxdError(f"--before {text!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)")
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Delete a session, or everything before a date, from every place ctxd keeps it."""
+    if (args.session is None) == (args.before is None):
+        raise CtxdError("give a session id or --before DATE (one of the two)")
+    before_ns = _parse_date(args.before) if args.before is not None else None
+    paths = state_paths(args)
+    if not paths.index_db.exists():
+        raise CtxdError(f"no index in {paths.root}: nothing to forget")
+    report = forget(paths, args.session, before_ns)
+    kept = report.spool.segments_kept_unindexed
+    note = f"; kept {len(kept)} segments not yet indexed: run ctxd ingest, then again"
+    print(
+        f"forgot {len(report.sessions)} sessions: {report.rows} index rows and "
+        f"{len(report.spool.segments_deleted)} spool segments deleted" + (note if kept else "")
+    )
+    return 0

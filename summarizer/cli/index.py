@@ -1,0 +1,42 @@
+"""Index commands: `ctxd ingest` and `rebuild` (`status` is in summarizer.cli.status)."""
+
+from __future__ import annotations
+
+import argparse
+
+from indexer import store, views
+from indexer.writer import catch_up, writer_lock
+from summarizer.cli.status import daemon_info, status_report
+from summarizer.common.cliargs import state_paths
+
+__all__ = ["cmd_ingest", "cmd_rebuild", "daemon_info", "state_paths", "status_report"]
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """Run one catch-up pass and report what it did."""
+    paths = state_paths(args)
+    result = catch_up(paths, wait_s=30.0)
+    if result.by_daemon:
+        state = "caught up" if result.caught_up else "still behind after 30 s"
+        print(f"the daemon holds the index; it is {state}")
+        return 0 if result.caught_up else 1
+    s = result.stats
+    print(
+        f"indexed {s.entries} entries from {s.lines} lines ({s.bytes} bytes); "
+        f"{s.duplicates} duplicates, {s.quarantined} quarantined, {s.anomalies} anomalies"
+    )
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    """Regenerate every view from the index."""
+    paths = state_paths(args)
+    catch_up(paths)
+    with writer_lock(paths, wait_s=10.0):
+        conn = store.connect(paths.index_db)
+        try:
+            written = views.rebuild_all(conn, paths)
+        finally:
+            conn.close()
+    print(f"rebuilt the views: {written} lines")
+    return 0

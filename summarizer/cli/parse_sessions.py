@@ -1,0 +1,91 @@
+"""Parsers of the session commands (`sessions`, `resume`, `init`, `start`, `stop`, `doctor`)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+AddCommand = Callable[[str, str, str], argparse.ArgumentParser]
+DEFAULT_SESSIONS = 20  # `ctxd sessions` without --limit or --all
+
+
+def register(add: AddCommand) -> None:
+    """Add the session and integration subcommands to the `ctxd` parser."""
+    p = add("sessions", "summarizer.cli.sessions:cmd_sessions", "list sessions, newest first")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        default=DEFAULT_SESSIONS,
+        help=f"show the N newest sessions (default {DEFAULT_SESSIONS})",
+    )
+    shown.add_argument("--all", action="store_true", help="show every session")
+
+    p = add(
+        "resume",
+        "summarizer.cli.sessions:cmd_resume",
+        "print a session's resume package: summary, open todos and failures, agents, files",
+    )
+    p.add_argument(
+        "session",
+        help="session id, a unique prefix of it, or its start stamp YYYY-MM-DD-HH-MM-SS (UTC)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--preview",
+        action="store_true",
+        help="print exactly the text the next SessionStart would hand back (nothing if none),"
+        " and on stderr why",
+    )
+    p.add_argument(
+        "--source",
+        choices=("resume", "compact", "clear", "startup"),
+        default="resume",
+        help="the SessionStart source to preview (default resume)",
+    )
+    p.add_argument(
+        "--transcript",
+        metavar="PATH",
+        help="Claude Code's transcript of the session (default: the one its last SessionStart"
+        " named)",
+    )
+
+    p = add(
+        "init",
+        "summarizer.cli.sessions:cmd_init",
+        "create .ctxd/ and install ctxd's hooks in .claude/settings.json",
+    )
+    p.add_argument(
+        "--user", action="store_true", help="install in ~/.claude/settings.json (every project)"
+    )
+    p.add_argument(
+        "--uninstall", action="store_true", help="remove exactly the hooks ctxd installed"
+    )
+    p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
+
+    p = add(
+        "forget",
+        "summarizer.cli.forget:cmd_forget",
+        "delete a session, or everything before a date, from the spool, index, views and memory",
+    )
+    p.add_argument("session", nargs="?", help="session id to forget")
+    p.add_argument(
+        "--before",
+        metavar="DATE",
+        help="forget every session last active before "
+        "DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC) and older spool segments",
+    )
+
+    add("start", "summarizer.cli.lifecycle:cmd_start", "start the daemon in the background")
+    p = add("stop", "summarizer.cli.lifecycle:cmd_stop", "stop the running daemon")
+    p.add_argument(
+        "--timeout", type=float, default=10.0, metavar="S", help="seconds to wait (default 10)"
+    )
+    p = add(
+        "doctor",
+        "summarizer.cli.lifecycle:cmd_doctor",
+        "check hooks, state directory, daemon, spool lag, quarantine, tiktoken, compaction",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")

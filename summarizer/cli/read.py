@@ -1,0 +1,152 @@
+"""`ctxd read` (seed 000 §3.3): one agent's recent history, without msgspec when nothing is new.
+
+The orchestrator calls this often, so the common case (index current) imports only the
+standard library and `indexer.readonly`; the full catch-up is imported only when the spool
+holds unindexed lines (I12).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from indexer.errors import CtxdError
+from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name, resolve_state_paths
+from indexer.readonly import connect_readonly, count_agent_entries, index_is_current
+from summarizer.cli.read_target import resolve_read_target
+
+
+class UsageError(CtxdError):
+    """A flag value the command cannot use (exit 2)."""
+
+
+def validate_read(args: argparse.Namespace) -> None:
+    """Seed 000 §3.3.2: the read flags and their messages."""
+    if not args.agent_id:
+        raise UsageError("--agent-id is required")
+    if not is_valid_view_name(args.agent_id):
+        raise UsageError(
+            "invalid agent-id format (letters, digits, '-' and '_', 2-64 characters; "
+            "not agent-instructions, all-agent-instructions or todos)"
+        )
+    if not 1 <= args.lines <= 1000:
+        raise UsageError("--lines must be between 1 and 1000")
+    if args.session is not None and not is_valid_session_id(args.session):
+        raise UsageError("invalid session id format")
+
+
+def _current_connection(paths: StatePaths) -> Any:
+    """A read-only connection to an index that covers the spool, catching up if needed."""
+    conn = connect_readonly(paths.index_db)
+    if conn is not None and index_is_current(conn, paths.spool):
+        return conn
+    if conn is not None:
+        conn.close()
+    from indexer.writer import catch_up  # only now: it loads msgspec and the ingest code
+
+    catch_up(paths)
+    return connect_readonly(paths.index_db)
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    """Print the last N entries of one agent (JSON or text)."""
+    try:
+        validate_read(args)
+    except UsageError as e:
+        print(f"ctxd read: error: {e} (see `ctxd read --help`)", file=sys.stderr)
+        return 2
+    paths = resolve_state_paths(getattr(args, "state_dir", None))
+    agent_id = args.agent_id.lower()
+    session_id = args.session
+    total = 0
+    conn = _current_connection(paths)
+    if conn is not None:
+        try:
+            session_id, agent_id = resolve_read_target(conn, agent_id, session_id)
+            if session_id is not None:
+                total = count_agent_entries(conn, session_id, agent_id)
+        except CtxdError as e:
+            print(f"ctxd read: error: {e}", file=sys.stderr)
+            return 1
+        finally:
+            conn.close()
+    context_file = paths.session_dir(session_id) / f"{agent_id}.jsonl" if session_id else None
+    raw_lines = tail_lines(context_file, args.lines) if context_file else []
+    entries = [json.loads(line) for line in raw_lines]
+    metadata = _metadata(agent_id, session_id or "", total, context_file)
+    if args.format == "text":
+        _print_text(metadata, entries, args.include_metadata)
+    else:
+        out: dict[str, Any] = {"metadata": metadata} if args.include_metadata else {}
+        out["entries"] = entries
+        json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    return 0
+
+
+def _iso_utc(ts_ns: int) -> str:
+    seconds, rem = divmod(ts_ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rem // 1_000_000:03d}Z"
+
+
+def _metadata(agent_id: str, session_id: str, total: int, path: Path | None) -> dict[str, Any]:
+    size, modified = 0, None
+    if path is not None:
+        try:
+            st = path.stat()
+            size, modified = st.st_size, _iso_utc(st.st_mtime_ns)
+        except FileNotFoundError:
+            pass
+    return {
+        "agent_id": agent_id,
+        "session_id": session_id,
+        "total_entries": total,
+        "file_size_bytes": size,
+        "last_modified": modified,
+        "context_file": str(path) if path else None,
+    }
+
+
+def _print_text(metadata: dict[str, Any], entries: list[dict[str, Any]], with_meta: bool) -> None:
+    print(
+        f"Agent: {metadata['agent_id']} | Session: {metadata['session_id'] or '-'} | "
+        f"Entries: {metadata['total_entries']}"
+    )
+    if with_meta:
+        print(
+            f"File: {metadata['context_file'] or '-'} | Size: {metadata['file_size_bytes']} bytes"
+            f" | Modified: {metadata['last_modified'] or '-'}"
+        )
+    print("---")
+    for e in entries:
+        print(f"{e.get('timestamp', '')} [{e.get('event', '')}] {e.get('description', '')}")
+
+
+def tail_lines(path: Path, n: int) -> list[bytes]:
+    """The last `n` complete lines of a file, reading backwards in blocks (no full read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return []
+    try:
+        end = os.fstat(fd).st_size
+        data = b""
+        pos = end
+        block = 64 * 1024
+        while pos > 0 and data.count(b"\n") <= n:
+            start = max(0, pos - block)
+            data = os.pread(fd, pos - start, start) + data
+            pos = start
+            block = min(block * 2, 8 * 1024 * 1024)
+    finally:
+        os.close(fd)
+    last_newline = data.rfind(b"\n")
+    lines = data[: last_newline + 1].split(b"\n")[:-1] if last_newline >= 0 else []
+    if pos > 0 and lines:
+        lines = lines[1:]  # the first piece may be the tail of an older line
+    return [line for line in lines[-n:] if line.strip()]

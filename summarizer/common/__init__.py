@@ -1,0 +1,1 @@
+"""Shared helpers of the summarizer: tokens, budgets, text, memory records."""

@@ -1,0 +1,1 @@
+"""The daemon `ctxd run` and the jobs it runs: compaction, sessions, retention."""

@@ -1,0 +1,26 @@
+"""What the daemon's jobs may use of the daemon: a protocol, so they never import it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from indexer.config import Config
+from indexer.ingest import IngestStats
+from indexer.paths import StatePaths
+from indexer.writer import IndexWriter
+
+BatchListener = Callable[[IngestStats], None]
+
+
+class DaemonHost(Protocol):
+    """The attributes of `summarizer.daemon.service.Daemon` the jobs read or append to."""
+
+    paths: StatePaths
+    config: Config
+    stopping: threading.Event
+    index_lock: threading.Lock
+    listeners: list[BatchListener]
+    stop_callbacks: list[Callable[[], None]]
+    writer: IndexWriter | None

@@ -1,0 +1,297 @@
+"""Scheduled compaction inside `ctxd run`: an APScheduler 3.x interval job plus triggers.
+
+The job runs at start (catch-up after downtime), every `[summarizer] interval_s`, and at once
+after every `completions_trigger` agent or feature completions, on PreCompact and SessionEnd,
+and when a client writes `compact.request` (see summarizer.memory.compact). A request that arrives
+while a run is in progress sets a flag the running job loops on, so it causes exactly one more
+run instead of a `max_instances` skip. Compaction writes the index only under the daemon's
+`index_lock` (I8) and the scheduler is shut down before the daemon releases its writer lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from indexer import store
+from indexer.release import malloc_trim, release_memory
+from summarizer.memory import hooks
+
+if TYPE_CHECKING:
+    from indexer.ingest import IngestStats
+    from summarizer.daemon.host import DaemonHost as Daemon
+
+log = logging.getLogger("ctxd.jobs")
+
+# The one list (tests and the resume feature reach it here).
+AFTER_COMPACTION = hooks.AFTER_COMPACTION
+
+JOB_ID = "compact"
+COMPLETION_EVENTS = ("agent_complete", "agent_failed", "subagent_stop", "feature_complete")
+IMMEDIATE_EVENTS = ("pre_compact", "session_end")
+REQUEST_POLL_S = 0.1
+COMPACTION_CACHE_KIB = 4096
+# The tokenizer (~40 MB) is released once no compaction ran for this long: reloading it costs
+# ~0.3 s of CPU, too much after every compaction of a busy session, nothing for an idle daemon.
+TOKENIZER_IDLE_S = 30.0
+_COUNTED_MAX = 4096  # completions remembered to count an agent once (SubagentStop + PostToolUse)
+
+
+class CompactionJobs:
+    """The daemon's compaction scheduler, its triggers and its request-file poller."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.config = daemon.config
+        self.scheduler: Any = None
+        self.runs = 0
+        self.skipped = 0  # interval runs skipped: nothing new to compact
+        self.events: dict[str, int] = {"error": 0, "missed": 0, "max_instances": 0}
+        self._lock = threading.Lock()
+        self._running = False
+        self._requested = False
+        self._reasons: set[str] = set()
+        self._completions = 0
+        self._counted: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._seen_id = 0
+        self._conn: sqlite3.Connection | None = None
+        self._poller: threading.Thread | None = None
+        self._last_run_end = 0.0  # time.monotonic() when the last job ended; 0 = released
+        self.tokenizer_idle_s = TOKENIZER_IDLE_S
+
+    def start(self) -> None:
+        """Start the scheduler (first run now), the batch listener and the request poller."""
+        from apscheduler.events import (  # type: ignore[import-untyped]
+            EVENT_JOB_ERROR,
+            EVENT_JOB_MAX_INSTANCES,
+            EVENT_JOB_MISSED,
+        )
+        from apscheduler.schedulers.background import (  # type: ignore[import-untyped]
+            BackgroundScheduler,
+        )
+        from apscheduler.triggers.interval import IntervalTrigger  # type: ignore[import-untyped]
+
+        from summarizer.memory.compact import REQUEST_FILE
+
+        daemon = self.daemon
+        if daemon.writer is not None:
+            self._seen_id = store.max_entry_id(daemon.writer.conn)
+        try:
+            (daemon.paths.root / REQUEST_FILE).unlink()  # the startup run covers it
+        except FileNotFoundError:
+            pass
+        scheduler = BackgroundScheduler(
+            timezone=UTC,
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+        )
+        scheduler.add_listener(
+            self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
+        )
+        self._reasons.add("startup")
+        scheduler.add_job(
+            self._job,
+            IntervalTrigger(seconds=self.config.summarizer.interval_s, timezone=UTC),
+            id=JOB_ID,
+            name="compaction",
+            replace_existing=True,
+            next_run_time=datetime.now(UTC),
+        )
+        scheduler.start()
+        self.scheduler = scheduler
+        daemon.listeners.append(self.on_batch)
+        daemon.stop_callbacks.append(self.stop)
+        self._poller = threading.Thread(
+            target=self._poll_requests, name="ctxd-compact-requests", daemon=True
+        )
+        self._poller.start()
+        log.info(
+            "compaction scheduled every %.0f s and after every %d completions",
+            self.config.summarizer.interval_s,
+            self.config.summarizer.completions_trigger,
+        )
+
+    def stop(self) -> None:
+        """Wait for a running compaction (it stops between batches), then shut down."""
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=True)
+            self.scheduler = None
+        if self._poller is not None:
+            self._poller.join(timeout=2)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def request(self, reason: str) -> None:
+        """Compact as soon as possible; during a run, exactly one more run follows it."""
+        with self._lock:
+            self._reasons.add(reason)
+            self._requested = True
+            if self._running:
+                return  # the running job loops on the flag
+        scheduler = self.scheduler
+        if scheduler is None:
+            return
+        try:
+            scheduler.modify_job(JOB_ID, next_run_time=datetime.now(UTC))
+        except Exception:  # shut down meanwhile (JobLookupError, SchedulerNotRunningError)
+            log.debug("compaction request (%s) after shutdown ignored", reason)
+
+    def on_batch(self, _stats: IngestStats) -> None:
+        """Daemon batch listener: count completions, spot PreCompact/SessionEnd, request runs."""
+        daemon = self.daemon
+        if daemon.writer is None:
+            return
+        conn = daemon.writer.conn  # this runs in the ingest thread, the connection's owner
+        top = store.max_entry_id(conn)
+        if top <= self._seen_id:
+            return
+        marks = ",".join("?" * (len(COMPLETION_EVENTS) + len(IMMEDIATE_EVENTS)))
+        rows = conn.execute(
+            f"SELECT session_id, event, agent_id, detail FROM entries WHERE id>? AND id<=?"
+            f" AND event IN ({marks}) ORDER BY id",
+            (self._seen_id, top, *COMPLETION_EVENTS, *IMMEDIATE_EVENTS),
+        ).fetchall()
+        self._seen_id = top
+        immediate: list[str] = []
+        for session_id, event, agent_id, detail in rows:
+            if event in IMMEDIATE_EVENTS:
+                immediate.append(str(event))
+                continue
+            key = (str(session_id), _completion_key(str(event), str(agent_id), bytes(detail)))
+            if key in self._counted:
+                continue
+            self._counted[key] = None
+            if len(self._counted) > _COUNTED_MAX:
+                self._counted.popitem(last=False)
+            self._completions += 1
+        for reason in dict.fromkeys(immediate):
+            self.request(reason)
+        if self._completions >= self.config.summarizer.completions_trigger:
+            self._completions = 0
+            self.request("completions")
+
+    def _poll_requests(self) -> None:
+        from summarizer.memory.compact import REQUEST_FILE
+
+        path = self.daemon.paths.root / REQUEST_FILE
+        while not self.daemon.stopping.wait(REQUEST_POLL_S):
+            self._release_tokenizer_when_idle()
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                log.exception("cannot remove %s", path)
+                continue
+            self.request("request")
+
+    # --- the job ---------------------------------------------------------------------------------
+
+    def _job(self) -> None:
+        with self._lock:
+            self._running = True
+            self._requested = False
+            reasons, self._reasons = self._reasons or {"interval"}, set()
+        try:
+            while True:
+                self._compact(",".join(sorted(reasons)))
+                with self._lock:
+                    if not self._requested or self.daemon.stopping.is_set():
+                        self._running = False
+                        self._last_run_end = time.monotonic()
+                        self._release_cache()
+                        return
+                    self._requested = False
+                    reasons, self._reasons = self._reasons or {"request"}, set()
+        except BaseException:
+            with self._lock:
+                self._running = False
+            raise
+
+    def _compact(self, trigger: str) -> None:
+        from summarizer.memory.compact import compact_and_publish, published_watermark
+
+        if self._conn is None:
+            self._conn = store.connect(self.daemon.paths.index_db)
+            # Compaction reads entries in id order: a small page cache serves it as well, and
+            # the daemon's memory stays bounded while ingest keeps its own larger cache.
+            self._conn.execute(f"PRAGMA cache_size=-{COMPACTION_CACHE_KIB}")
+        if trigger == "interval" and published_watermark(self._conn) >= store.max_entry_id(
+            self._conn
+        ):
+            self.skipped += 1  # nothing new since the last publication: no tokenizer, no writes
+            return
+        compact_and_publish(
+            self._conn,
+            self.daemon.paths,
+            self.config,
+            trigger=trigger,
+            lock=self.daemon.index_lock,
+            should_stop=self.daemon.stopping.is_set,
+        )
+        self.runs += 1
+
+    def _release_cache(self) -> None:
+        """After a run: the compaction's page cache is not needed until the next one."""
+        if self._conn is not None:
+            try:
+                release_memory(self._conn)
+            except Exception:
+                log.exception("releasing memory after a compaction failed")
+
+    def _release_tokenizer_when_idle(self) -> None:
+        """Release the tokenizer once no compaction ran for `tokenizer_idle_s` (poller thread)."""
+        from summarizer.common.tokens import release_counters
+
+        with self._lock:
+            idle = (
+                not self._running
+                and self._last_run_end > 0
+                and time.monotonic() - self._last_run_end >= self.tokenizer_idle_s
+            )
+            if not idle:
+                return
+            self._last_run_end = 0.0
+        release_counters()
+        malloc_trim()
+
+    def _on_event(self, event: Any) -> None:
+        from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED
+
+        if event.code == EVENT_JOB_ERROR:
+            self.events["error"] += 1
+            # APScheduler logs the traceback itself (logger apscheduler.executors.default).
+            log.error("compaction job failed: %r; the next run retries", event.exception)
+        elif event.code == EVENT_JOB_MISSED:
+            self.events["missed"] += 1
+            log.warning("compaction run of %s was missed", event.scheduled_run_time)
+        else:
+            self.events["max_instances"] += 1
+            log.warning("compaction run skipped: one is still running (requests are looped)")
+
+
+def _completion_key(event: str, agent_id: str, detail: bytes) -> str:
+    if event != "feature_complete":
+        return f"agent:{agent_id}"
+    import json
+
+    try:
+        record = json.loads(detail) if detail else {}
+    except ValueError:
+        record = {}
+    feature = record.get("id", "") if isinstance(record, dict) else ""
+    return f"feature:{feature}"
+
+
+def start_jobs(daemon: Daemon) -> CompactionJobs:
+    """Start the compaction scheduler of a started daemon (called from its on_start)."""
+    jobs = CompactionJobs(daemon)
+    jobs.start()
+    return jobs

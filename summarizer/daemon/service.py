@@ -1,0 +1,303 @@
+"""`ctxd run`: the daemon loop: watchdog wake-ups, a rescan that guarantees progress, signals.
+
+watchdog only wakes the loop (I7): inotify coalesces and drops events and an exception in a
+handler kills its dispatcher thread, so a stat rescan every `rescan_interval_s` is what
+guarantees progress, and a dead observer is restarted (or polling alone carries on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import logging
+import logging.handlers
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, cast
+
+from indexer import store
+from indexer.config import Config, load_config
+from indexer.errors import IndexBusyError
+from indexer.fileio import sweep_temp_files, write_atomic
+from indexer.ingest import IngestStats
+from indexer.paths import StatePaths
+from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot
+from indexer.writer import IndexWriter, lag, open_writer, writer_lock
+from summarizer.daemon.host import BatchListener
+
+log = logging.getLogger("ctxd.daemon")
+
+# Notifications that mean new bytes or a new, moved or removed segment. Never "opened",
+# "closed_no_write" or "attrib": the daemon's own reads cause those, and waking on them made
+# every pass trigger the next (a busy loop with nothing to do).
+WAKE_EVENTS = frozenset({"created", "modified", "moved", "deleted", "closed"})
+ACTIVE_WINDOW_S = 1.0
+ACTIVE_POLL_S = 0.01
+
+
+class SpoolWatcher:
+    """A watchdog observer on the spool directory that only sets `wake`."""
+
+    def __init__(self, spool_dir: str, wake: threading.Event) -> None:
+        self.spool_dir = spool_dir
+        self.wake = wake
+        self.observer: Any = None
+        self.restarts = 0
+        self.polling_only = False
+
+    def start(self) -> None:
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        wake = self.wake
+
+        class _Wake(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                try:
+                    if event.event_type in WAKE_EVENTS:
+                        wake.set()
+                except Exception:  # an exception here would kill watchdog's dispatcher
+                    log.exception("watchdog handler failed")
+
+        try:
+            observer = Observer()
+            observer.schedule(_Wake(), self.spool_dir, recursive=False)
+            observer.start()
+        except OSError as e:
+            # ENOSPC/EMFILE (inotify limits) or another failure: the rescan loop alone is
+            # correct, only slower to notice; say how to fix it once.
+            self.polling_only = True
+            log.warning(
+                "watchdog unavailable (%s); polling every rescan interval instead. Raise "
+                "fs.inotify.max_user_watches / max_user_instances to restore instant wake-ups",
+                e,
+            )
+            return
+        self.observer = observer
+
+    def check(self) -> None:
+        """Restart a dead observer (a handler or emitter error stops it silently)."""
+        if self.polling_only or self.observer is None:
+            return
+        emitters = list(getattr(self.observer, "emitters", []))
+        if self.observer.is_alive() and all(e.is_alive() for e in emitters):
+            return
+        self.restarts += 1
+        log.warning("watchdog observer died; restarting it (restart %d)", self.restarts)
+        self.stop()
+        self.start()
+
+    def stop(self) -> None:
+        if self.observer is not None:
+            try:
+                self.observer.stop()
+                self.observer.join(timeout=2)
+            except Exception:
+                log.exception("stopping the watchdog observer failed")
+            self.observer = None
+
+
+class Daemon:
+    """Owns the writer lock for its lifetime; ingests, writes views, runs jobs."""
+
+    def __init__(self, paths: StatePaths, config: Config) -> None:
+        self.paths = paths
+        self.config = config
+        self.wake = threading.Event()
+        self.stopping = threading.Event()
+        self.index_lock = threading.Lock()  # ingest and jobs never write the index at once (I8)
+        self.listeners: list[BatchListener] = []
+        # Called before the writer lock is released (the scheduler finishes its jobs there, so
+        # no compaction writes the index after another process could take the lock: I8).
+        self.stop_callbacks: list[Callable[[], None]] = []
+        self.started = time.time()
+        self.last_stats = IngestStats()
+        self.writer: IndexWriter | None = None
+        # Counters in daemon.json: an idle daemon's passes must stay within what the rescan
+        # interval allows (a busy loop shows here first).
+        self.passes = 0
+        self.skipped = 0
+        self.last_lines_at = 0.0  # wall time of the last pass that indexed lines
+
+    def request_stop(self, signum: int | None = None, _frame: FrameType | None = None) -> None:
+        if signum is not None:
+            log.info("signal %d received: finishing the current batch", signum)
+        self.stopping.set()
+        self.wake.set()
+
+    def run(self, on_start: Callable[[Daemon], None] | None = None) -> int:
+        """Run until SIGTERM/SIGINT; return the exit code."""
+        with writer_lock(self.paths, wait_s=5.0):
+            swept = sweep_temp_files(self.paths.root)
+            if swept:
+                log.info("removed %d stale temp files", swept)
+            self.writer = open_writer(self.paths, self.config)
+            watcher = SpoolWatcher(str(self.paths.spool), self.wake)
+            try:
+                self.writer.start()
+                watcher.start()
+                self._heartbeat()
+                if on_start is not None:
+                    on_start(self)
+                log.info("daemon started (pid %d)", os.getpid())
+                self._loop(watcher)
+            finally:
+                for callback in self.stop_callbacks:
+                    try:
+                        callback()
+                    except Exception:
+                        log.exception("stop callback failed")
+                watcher.stop()
+                self.writer.close()
+                try:
+                    self.paths.daemon_json.unlink()
+                except FileNotFoundError:
+                    pass
+                log.info("daemon stopped")
+        return 0
+
+    def _loop(self, watcher: SpoolWatcher) -> None:
+        assert self.writer is not None
+        interval = self.config.daemon.rescan_interval_s
+        next_beat = time.monotonic() + self.config.daemon.heartbeat_interval_s
+        failures = 0
+        last_seen: SpoolSnapshot | None = None  # the spool as the last pass saw it
+        unread = True  # bytes past an offset remain (a partial line): passes must go on
+        last_lines = 0.0  # time.monotonic() of the last pass that indexed lines
+        while not self.stopping.is_set():
+            self.wake.clear()
+            replaced = self.writer.index_replaced()
+            if replaced:
+                log.error(
+                    "%s while the daemon ran; stopping. The next ctxd command re-indexes the "
+                    "spool into the current index (`ctxd start` to run the daemon again)",
+                    replaced,
+                )
+                self.stopping.set()
+                break
+            seen = snapshot(self.paths.spool)
+            stats = IngestStats()
+            if seen == last_seen and not unread:
+                self.skipped += 1  # nothing new: a few stat calls instead of a pass
+            else:
+                try:
+                    with self.index_lock:
+                        stats = self.writer.pass_once()
+                        self.passes += 1
+                        offsets = {
+                            n: f.offset for n, f in store.active_files(self.writer.conn).items()
+                        }
+                    failures = 0
+                except Exception:
+                    failures += 1
+                    log.exception("ingest pass failed (%d in a row); retrying", failures)
+                    time.sleep(min(30.0, 0.5 * 2**failures))
+                    continue
+                last_seen, unread = seen, bool(stats.lines) or has_unread(seen, offsets)
+            if stats.lines:
+                self.last_stats = stats
+                self.last_lines_at = time.time()
+                for listener in self.listeners:
+                    try:
+                        listener(stats)
+                    except Exception:
+                        log.exception("batch listener failed")
+            if time.monotonic() >= next_beat:
+                watcher.check()
+                self._heartbeat()
+                next_beat = time.monotonic() + self.config.daemon.heartbeat_interval_s
+            if stats.lines and not self.stopping.is_set():
+                last_lines = time.monotonic()
+                continue  # more may be waiting: drain before sleeping
+            # Right after new lines, more usually follow: poll (stat only) at a short interval
+            # for a moment instead of relying on notifications alone, then sleep.
+            busy = time.monotonic() - last_lines < ACTIVE_WINDOW_S
+            self.wake.wait(ACTIVE_POLL_S if busy else interval)
+
+    def _heartbeat(self) -> None:
+        assert self.writer is not None
+        try:
+            lag_bytes, lag_lines = lag(self.writer.conn, self.paths.spool)
+            info = {
+                "pid": os.getpid(),
+                "started": self.started,
+                "heartbeat": time.time(),
+                "lag_bytes": lag_bytes,
+                "lag_lines": lag_lines,
+                "entries": store.max_entry_id(self.writer.conn),
+                "passes": self.passes,
+                "skipped": self.skipped,
+                "last_lines_at": self.last_lines_at,
+            }
+            write_atomic(self.paths.daemon_json, json.dumps(info).encode())
+        except Exception:
+            log.exception("heartbeat failed")
+
+
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A RotatingFileHandler whose every file, also the one a rollover creates, is 0600 (I10)."""
+
+    def _open(self) -> io.TextIOWrapper:
+        stream = open(  # noqa: SIM115 - the handler owns and closes the stream
+            self.baseFilename,
+            self.mode,
+            encoding=self.encoding,
+            errors=self.errors,
+            opener=_private_opener,
+        )
+        return cast(io.TextIOWrapper, stream)
+
+
+def _private_opener(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW, 0o600)
+
+
+def setup_logging(paths: StatePaths, config: Config, *, to_stderr: bool) -> None:
+    """A rotating log in the state directory (0600), plus stderr in the foreground."""
+    paths.ensure()
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    fd = os.open(paths.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    os.close(fd)
+    handler = _PrivateRotatingFileHandler(
+        paths.log, maxBytes=config.daemon.log_max_bytes, backupCount=config.daemon.log_backups
+    )
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler.setFormatter(fmt)
+    root.addHandler(handler)
+    if to_stderr:
+        err = logging.StreamHandler()
+        err.setFormatter(fmt)
+        root.addHandler(err)
+    logging.getLogger("apscheduler").setLevel(logging.INFO)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the daemon in the foreground until SIGTERM or Ctrl-C."""
+    from summarizer.common.cliargs import state_paths
+
+    paths = state_paths(args)
+    paths.ensure()
+    config = load_config(paths.config)
+    setup_logging(paths, config, to_stderr=os.isatty(2))
+    daemon = Daemon(paths, config)
+    signal.signal(signal.SIGTERM, daemon.request_stop)
+    signal.signal(signal.SIGINT, daemon.request_stop)
+    try:
+        return daemon.run(on_start=_start_jobs)
+    except IndexBusyError as e:
+        raise IndexBusyError(f"another ctxd daemon is running for {paths.root} ({e})") from e
+
+
+def _start_jobs(daemon: Daemon) -> None:
+    """Start the session listeners (todos, resume states, retention) and the scheduled jobs."""
+    from summarizer.daemon.jobs import start_jobs
+    from summarizer.daemon.session_jobs import attach
+
+    attach(daemon)
+    start_jobs(daemon)

@@ -1,0 +1,131 @@
+"""Daemon duties for sessions: todos.json on every change, resume state on triggers, retention."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sqlite3
+from typing import TYPE_CHECKING
+
+from indexer import store
+from indexer.config import Config
+from indexer.ingest import IngestStats
+from indexer.paths import StatePaths
+from summarizer.daemon.retention import start_retention_job
+from summarizer.resume import writer as resume
+from summarizer.resume.todos import TODO_SQL_FILTER, session_todos, write_todos
+
+if TYPE_CHECKING:
+    from summarizer.daemon.host import DaemonHost as Daemon
+
+__all__ = [
+    "SessionListener",
+    "attach",
+    "catch_up_sessions",
+    "sync_sessions",
+]
+
+log = logging.getLogger("ctxd.sessions")
+WATERMARK_KEY = "sessions.watermark"
+_TRIGGERS = ("pre_compact", "session_end")
+
+
+def sync_sessions(
+    conn: sqlite3.Connection, paths: StatePaths, config: Config, after_id: int
+) -> int:
+    """Bring todos.json and trigger-time resume states up to the index; return the watermark.
+
+    Todo lists are recomputed for every session with todo events after `after_id`; a resume
+    state is written for every session with a PreCompact or SessionEnd after it, unless its
+    state already covers that event (so a restart or a reset watermark never re-arms a
+    context the SessionStart hook has consumed).
+    """
+    top = store.max_entry_id(conn)
+    if top <= after_id:
+        return after_id
+    todo_sessions: dict[str, None] = {}
+    triggers: dict[str, tuple[str, int]] = {}
+    rows = conn.execute(
+        "SELECT session_id, event, id FROM entries WHERE id>? AND id<=?"
+        f" AND ({TODO_SQL_FILTER} OR event IN ('pre_compact','session_end')) ORDER BY id",
+        (after_id, top),
+    )
+    for session_id, event, entry_id in rows:
+        if event in _TRIGGERS:
+            triggers[str(session_id)] = (str(event), int(entry_id))
+        else:
+            todo_sessions[str(session_id)] = None
+    for sid in todo_sessions:
+        try:
+            write_todos(paths, sid, session_todos(conn, sid))
+        except Exception:
+            log.exception("writing todos.json of session %s failed", sid)
+    for sid, (event, entry_id) in triggers.items():
+        state = resume.read_state(paths, sid)
+        if state is not None and int(state.get("watermark", 0) or 0) >= entry_id:
+            continue
+        try:
+            resume.update_session(conn, paths, config, sid, event)
+        except Exception:
+            log.exception("writing the resume state of session %s failed", sid)
+    return top
+
+
+class SessionListener:
+    """A Daemon batch listener: runs sync_sessions after every ingest batch."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+
+    def __call__(self, _stats: IngestStats | None = None) -> None:
+        daemon = self.daemon
+        with daemon.index_lock:
+            if daemon.writer is None:
+                return
+            conn = daemon.writer.conn
+            after = int(store.get_meta(conn, WATERMARK_KEY, "0") or 0)
+            top = sync_sessions(conn, daemon.paths, daemon.config, after)
+            if top != after:
+                with store.transaction(conn):
+                    store.set_meta(conn, WATERMARK_KEY, str(top))
+
+
+def attach(daemon: Daemon) -> None:
+    """Wire the session duties into a started daemon (called from its on_start)."""
+    listener = SessionListener(daemon)
+    daemon.listeners.append(listener)
+    try:
+        listener()  # what was indexed while no daemon ran (catch-up by readers)
+    except Exception:
+        log.exception("initial session sync failed; the next batch retries it")
+    start_retention_job(daemon)
+    try:
+        importlib.import_module("summarizer.daemon.jobs")  # the compaction scheduler, if present
+    except ImportError:
+        return
+    resume.register_after_compaction()
+
+
+def catch_up_sessions(paths: StatePaths, config: Config | None = None) -> None:
+    """catch_up (I12), then, with no daemon to do it, sync todos.json and trigger states."""
+    from indexer.config import load_config
+    from indexer.errors import IndexBusyError
+    from indexer.writer import catch_up, writer_lock
+
+    cfg = config if config is not None else load_config(paths.config)
+    result = catch_up(paths, cfg)
+    if result.by_daemon or not paths.index_db.exists():
+        return  # the daemon's listener does it
+    try:
+        with writer_lock(paths, wait_s=0.5):
+            conn = store.connect(paths.index_db)
+            try:
+                after = int(store.get_meta(conn, WATERMARK_KEY, "0") or 0)
+                top = sync_sessions(conn, paths, cfg, after)
+                if top != after:
+                    with store.transaction(conn):
+                        store.set_meta(conn, WATERMARK_KEY, str(top))
+            finally:
+                conn.close()
+    except IndexBusyError:
+        pass  # a daemon started meanwhile: its listener syncs

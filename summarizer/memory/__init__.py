@@ -1,0 +1,1 @@
+"""The memory: extraction, the fold, its tables, summaries, compaction, injection."""

@@ -1,0 +1,183 @@
+"""Compaction entry points: in process under the writer lock, or requested from the daemon (I8).
+
+`ctxd compact`, `ContextAgent.summarize()` and `get_injection()` call `compact_now()`. Without a
+daemon it catches the index up, takes `daemon.lock` and compacts itself. When a daemon holds the
+lock, a second writer is not allowed (I8), so it writes the request file `compact.request`
+(the daemon polls for it several times a second), then waits until the daemon has published
+context files covering every entry indexed at the time of the request (meta `mem.published`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import sqlite3
+import time
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from indexer import store
+from indexer.config import Config
+from indexer.errors import CtxdError, IndexBusyError
+from indexer.fileio import write_atomic
+from indexer.paths import StatePaths
+from indexer.views import iso_utc
+from indexer.writer import catch_up, is_locked, writer_lock
+from summarizer.common.tokens import get_counter
+from summarizer.memory import hooks
+from summarizer.memory.backend import backend_for
+from summarizer.memory.store import CompactStats, compact, count_new, load_memory
+from summarizer.memory.summary import Published, publish
+
+log = logging.getLogger("ctxd.compact")
+
+REQUEST_FILE = "compact.request"
+# Modules that register AFTER_COMPACTION hooks when imported (the resume feature).
+HOOK_MODULES = ("summarizer.resume.writer",)
+_POLL_S = 0.05
+
+
+class CompactionTimeout(CtxdError):
+    """The daemon did not publish a compaction in time."""
+
+
+@dataclass
+class CompactionResult:
+    """What a compaction did, here or in the daemon."""
+
+    by_daemon: bool
+    watermark: int
+    new_decisions: int = 0
+    new_failures: int = 0
+    stats: CompactStats = field(default_factory=CompactStats)
+    published: Published | None = None
+
+
+def published_watermark(conn: sqlite3.Connection) -> int:
+    """The entry id the context files cover (0 before the first publication)."""
+    return int(store.get_meta(conn, "mem.published", "0") or 0)
+
+
+def compact_and_publish(
+    conn: sqlite3.Connection,
+    paths: StatePaths,
+    config: Config,
+    *,
+    trigger: str,
+    lock: AbstractContextManager[Any] | None = None,
+    should_stop: Any = None,
+) -> CompactionResult:
+    """Compact new entries, write the context files, record the time, run AFTER_COMPACTION.
+
+    The caller holds the writer flock; `lock` (the daemon's index lock) is taken around each
+    index write so that ingest and compaction never write at once.
+    """
+    cfg = config.summarizer
+    counter = get_counter(cfg.encoding)
+    guard = lock if lock is not None else contextlib.nullcontext()
+    before = published_watermark(conn)
+    stats = compact(conn, cfg, lock=lock, should_stop=should_stop)
+    memory = load_memory(conn, cfg)
+    result = publish(
+        conn, paths, memory, cfg, counter, trigger=trigger, backend=backend_for(cfg, counter)
+    )
+    with guard:
+        with store.transaction(conn):
+            store.set_meta(conn, "mem.published", str(memory.watermark))
+            store.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
+            store.set_meta(conn, "last_compaction_trigger", trigger)
+        run_after_compaction(conn, paths, config)
+    try:
+        from summarizer.memory.injection import prebuild_injection
+
+        prebuild_injection(conn, paths, config, memory, result.summary, counter)
+    except Exception:  # only a cache: `ctxd inject` computes what is missing
+        log.exception("keeping the default injection failed")
+    new_d, new_f = count_new(conn, before)
+    log.info(
+        "compaction (%s): %d entries in %.3f s, watermark %d, +%d decisions, +%d failures",
+        trigger,
+        stats.entries,
+        stats.seconds,
+        memory.watermark,
+        new_d,
+        new_f,
+    )
+    return CompactionResult(False, memory.watermark, new_d, new_f, stats, result)
+
+
+_hook_modules_loaded = False
+
+
+def run_after_compaction(conn: sqlite3.Connection, paths: StatePaths, config: Config) -> None:
+    """Call every AFTER_COMPACTION hook; a failing hook is logged and the others still run."""
+    global _hook_modules_loaded
+    if not _hook_modules_loaded:
+        _hook_modules_loaded = True
+        for name in HOOK_MODULES:
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError as e:
+                if e.name != name:
+                    log.exception("cannot import %s", name)
+            except Exception:
+                log.exception("cannot import %s", name)
+    for hook in list(hooks.AFTER_COMPACTION):
+        try:
+            hook(conn, paths, config)
+        except Exception:
+            log.exception("after-compaction hook %r failed", hook)
+
+
+def compact_now(
+    paths: StatePaths, config: Config, *, trigger: str, wait_s: float | None = None
+) -> CompactionResult:
+    """Bring the index and the memory up to date, here or by asking the daemon (see module doc).
+
+    Raises CompactionTimeout when a running daemon does not index or compact within `wait_s`
+    (default `[summarizer] request_timeout_s`).
+    """
+    timeout = config.summarizer.request_timeout_s if wait_s is None else wait_s
+    caught = catch_up(paths, config, wait_s=timeout)
+    if caught.by_daemon and not caught.caught_up:
+        raise CompactionTimeout(
+            f"the daemon did not index the spool within {timeout:.0f} s; see {paths.log}"
+        )
+    if not is_locked(paths):
+        try:
+            with writer_lock(paths, wait_s=0.5):
+                conn = store.connect(paths.index_db)
+                try:
+                    return compact_and_publish(conn, paths, config, trigger=trigger)
+                finally:
+                    conn.close()
+        except IndexBusyError:
+            log.debug("a daemon took the lock meanwhile; asking it to compact")
+    return request_compaction(paths, timeout_s=timeout)
+
+
+def request_compaction(paths: StatePaths, *, timeout_s: float) -> CompactionResult:
+    """Ask the running daemon to compact; wait until it has published everything indexed now."""
+    if not paths.index_db.exists():
+        return CompactionResult(True, 0)
+    conn = store.connect(paths.index_db, readonly=True)
+    try:
+        before = published_watermark(conn)
+        target = store.max_entry_id(conn)
+        if before < target:
+            write_atomic(paths.root / REQUEST_FILE, str(target).encode())
+            deadline = time.monotonic() + timeout_s
+            while published_watermark(conn) < target:
+                if time.monotonic() >= deadline:
+                    raise CompactionTimeout(
+                        f"the daemon did not publish a compaction within {timeout_s:.0f} s "
+                        f"(index at entry {target}, context files at {published_watermark(conn)});"
+                        f" see {paths.log} or raise [summarizer] request_timeout_s"
+                    )
+                time.sleep(_POLL_S)
+        new_d, new_f = count_new(conn, before)
+        return CompactionResult(True, published_watermark(conn), new_d, new_f)
+    finally:
+        conn.close()

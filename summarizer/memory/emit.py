@@ -1,0 +1,103 @@
+"""Explicit events: `ctxd emit decision|failure|constraint|feature-start|feature-complete`.
+
+An explicit event is a hook payload with `hook_event_name` "CtxdEmit" and the record under
+`ctxd_record`; it goes through the same spool and index as Claude Code's events, so an
+orchestrator can record what it knows without Claude Code. Records use seed 004's field names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any
+
+from indexer import hook
+from indexer.errors import CtxdError
+from indexer.paths import StatePaths, is_valid_session_id, resolve_state_paths
+
+KINDS = ("decision", "failure", "constraint", "feature_start", "feature_complete", "note")
+DEFAULT_SESSION = "ctxd-orchestrator"
+SESSION_ENV = "CTXD_SESSION_ID"
+_REQUIRED = {
+    "decision": "decision",
+    "failure": "description",
+    "feature_start": "id",
+    "feature_complete": "id",
+}
+_LAST_NS = [0]
+_LOCK = threading.Lock()
+
+
+class EmitError(CtxdError):
+    """An explicit event is missing a field or names an invalid session."""
+
+
+def build_record(kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The `ctxd_record` of an explicit event, validated; None and "" fields are left out."""
+    kind = kind.replace("-", "_")
+    if kind not in KINDS:
+        raise EmitError(f"unknown event kind {kind!r}; use one of {', '.join(KINDS)}")
+    record: dict[str, Any] = {"kind": kind}
+    record.update({k: v for k, v in fields.items() if v is not None and v != ""})
+    required = _REQUIRED.get(kind)
+    if required and not str(record.get(required, "")).strip():
+        raise EmitError(f"{kind} needs a non-empty {required!r}")
+    if kind == "constraint" and not (record.get("description") or record.get("revoke")):
+        raise EmitError("constraint needs a description or --revoke ID")
+    now_ms = int(time.time() * 1000)
+    if kind == "feature_start":
+        record.setdefault("status", "in_progress")
+        record.setdefault("startedAt", now_ms)
+    elif kind == "feature_complete":
+        record.setdefault("status", "completed")
+        record.setdefault("completedAt", now_ms)
+    return record
+
+
+def emit(
+    kind: str,
+    *,
+    paths: StatePaths | None = None,
+    session_id: str | None = None,
+    cwd: str | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Append one explicit event to the spool; return the record written.
+
+    The session defaults to $CTXD_SESSION_ID, else "ctxd-orchestrator". Field names follow
+    seed 004 (`featureId`, `name`, `category`, `status`, `startedAt`, `completedAt`, …).
+    """
+    record = build_record(kind, fields)
+    session = session_id or os.environ.get(SESSION_ENV, "") or DEFAULT_SESSION
+    if not is_valid_session_id(session):
+        raise EmitError(f"invalid session id {session[:80]!r} (letters, digits, '.', '_', '-')")
+    target = paths if paths is not None else resolve_state_paths()
+    directory = cwd or os.getcwd()
+    payload = {
+        "session_id": session,
+        "hook_event_name": "CtxdEmit",
+        "cwd": directory,
+        "ctxd_record": record,
+    }
+    data = json.dumps(payload, ensure_ascii=True).encode()
+    with _LOCK:
+        # The index dedupes on (ts_ns, pid): two emits of one process must not share a
+        # nanosecond, so wait for the clock to pass the previous emit's time.
+        while time.time_ns() <= _LAST_NS[0]:
+            time.sleep(0)
+        written = hook.run(data, {"CTXD_HOME": str(target.root)}, directory)
+        _LAST_NS[0] = time.time_ns()
+    if not written:
+        raise EmitError("nothing was written to the spool")
+    return record
+
+
+def _ms(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise EmitError(f"expected milliseconds since the epoch, got {value!r}") from None

@@ -1,0 +1,364 @@
+"""Pure, deterministic extraction of memory observations (decisions, failures, …) from entries."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from indexer.lineguard import INT64_MAX
+from indexer.models import Entry
+from summarizer.common.text import (
+    AGENT_TOOLS,
+    DECISION_RE,
+    ITEM_CHARS,
+    LIFT_RE,
+    NEGATIVE_RE,
+    RULE_RE,
+    STRONG_DECISION_RE,
+    clean,
+    clip,
+    command_of,
+    error_summary,
+    key_terms,
+    mask,
+    relpath,
+    rule_head,
+    rule_object,
+    sentences,
+    signature,
+    text_key,
+)
+from summarizer.memory.observations import (
+    ConstraintObs,
+    DecisionObs,
+    EditObs,
+    FailureObs,
+    FeatureObs,
+    Observation,
+    RevokeObs,
+    SessionTextObs,
+    SuccessObs,
+    TodoObs,
+    Where,
+)
+
+__all__ = [
+    "EDIT_TOOLS",
+    "ConstraintObs",
+    "DecisionObs",
+    "EditObs",
+    "FailureObs",
+    "FeatureObs",
+    "Observation",
+    "RevokeObs",
+    "SessionTextObs",
+    "SuccessObs",
+    "TodoObs",
+    "Where",
+    "detail_of",
+    "observe",
+    "revokes",
+]
+
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+_OK_FEATURE = frozenset({"completed", "complete", "done", "passed", "passing", "success", "ok"})
+_FAILED_FEATURE = frozenset({"failed", "failing", "failure", "error", "blocked"})
+# Rules are short: a long sentence is a task description, and a templated prompt that differs
+# only after its first words restates the same rule.
+RULE_CHARS = 240
+RULE_KEY_WORDS = 12
+_LABEL = re.compile(r"(?i)^(?:decision|decided)\s*:\s*")
+
+
+def revokes(revocation: RevokeObs, text: str, negative: bool, head: tuple[str, ...]) -> bool:
+    """Whether a later sentence lifts an active rule (the documented, simple contradiction test).
+
+    A lifting phrase ("you can", "feel free to", "no longer", …) revokes a rule when the
+    sentence mentions everything the rule is about (its paths, else its first two key terms).
+    A rule of opposite polarity revokes it when both rules have the same head ("never use X"
+    vs "always use X").
+    """
+    if revocation.is_rule:
+        return bool(head) and revocation.negative != negative and revocation.head == head
+    target = rule_object(text, head)
+    return bool(target) and target <= revocation.terms
+
+
+def _failure(e: Entry, at: Where, tool_input: dict[str, Any]) -> FailureObs:
+    tool = e.tool_name or "tool"
+    command = command_of(tool, tool_input, e.cwd, e.description)
+    code, line = error_summary(e.error or "error")
+    error_class = (f"exit {code}: " if code else "") + mask(line)
+    shown = clip(command, 120)
+    head = f"{tool} `{shown}` failed" if shown else f"{tool} failed"
+    if code:
+        head += f" (exit {code})"
+    source = "agent_output" if tool in AGENT_TOOLS else "tool"
+    return FailureObs(
+        signature=signature(tool, command, error_class),
+        cmd_key=f"{tool}\x1f{command}",
+        tool=tool,
+        command=clip(command, 300),
+        error_class=error_class,
+        error_line=line,
+        description=clip(f"{head}: {line}" if line else head, ITEM_CHARS),
+        source=source,
+        feature_id="",
+        prevention="",
+        resolved=False,
+        at=at,
+    )
+
+
+# --- per-entry dispatch ---------------------------------------------------------------------
+
+
+def detail_of(e: Entry) -> dict[str, Any]:
+    """The entry's raw detail JSON as a dict ({} when absent or not an object)."""
+    raw = bytes(e.detail)
+    if not raw or raw[:1] != b"{":
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _input(detail: dict[str, Any]) -> dict[str, Any]:
+    value = detail.get("input")
+    return value if isinstance(value, dict) else {}
+
+
+def observe(entry_id: int, e: Entry) -> list[Observation]:
+    """Every observation one entry contributes to the memory, in a fixed order."""
+    at = Where(entry_id, e.ts_ns, e.session_id, e.agent_id)
+    kind = e.event
+    if kind in ("tool_failure", "agent_failed"):
+        return [_failure(e, at, _input(detail_of(e)))]
+    if kind == "tool_result":
+        return _tool_result(e, at)
+    if kind in ("tool_use",) and e.tool_name == "TodoWrite":
+        return _todos(e, at, detail_of(e))
+    if kind == "agent_complete":
+        command = command_of(e.tool_name or "Agent", _input(detail_of(e)), e.cwd, e.description)
+        out: list[Observation] = [
+            SuccessObs(f"{e.tool_name}\x1f{command}", "the agent completed", at)
+        ]
+        return out + _decisions(e.output_summary, "agent_output", at)
+    if kind in ("stop", "subagent_stop"):
+        out = _decisions(e.text, "stop", at)
+        if kind == "stop" and e.agent_id == "main" and e.text.strip():
+            out.append(SessionTextObs("report", clip(clean(e.text), 1500), at))
+        return out
+    if kind == "post_compact":
+        out = _decisions(e.text, "compact_summary", at)
+        return [*out, SessionTextObs("compact", clip(clean(e.text), 3000), at)] if e.text else out
+    if kind == "prompt":
+        return _prompt(e, at)
+    if kind in ("task_created", "task_completed"):
+        detail = detail_of(e)
+        task_id = str(detail.get("task_id", ""))
+        status = "completed" if kind == "task_completed" else "pending"
+        op = "create" if kind == "task_created" else "update"
+        return [TodoObs(op, ((task_id, clean(e.description)[:200], status),), at)]
+    if e.hook_event == "CtxdEmit":
+        return _explicit(e, at, detail_of(e))
+    return []
+
+
+def _tool_result(e: Entry, at: Where) -> list[Observation]:
+    detail = detail_of(e)
+    tool_input = _input(detail)
+    if e.error:  # an interrupted call arrives as a result with error "interrupted"
+        return [_failure(e, at, tool_input)]
+    tool = e.tool_name or "tool"
+    command = command_of(tool, tool_input, e.cwd, e.description)
+    verb = "the command passed" if tool == "Bash" else "the call succeeded"
+    out: list[Observation] = [SuccessObs(f"{tool}\x1f{command}", verb, at)]
+    if tool in EDIT_TOOLS:
+        path = tool_input.get("file_path") or tool_input.get("notebook_path")
+        if isinstance(path, str) and path:
+            out.append(EditObs(relpath(clean(path), e.cwd), at))
+    elif tool == "TodoWrite":
+        out += _todos(e, at, detail)
+    elif tool in ("TaskCreate", "TaskUpdate"):
+        out += _tasks(tool, at, tool_input, detail.get("response"))
+    return out
+
+
+def _todos(e: Entry, at: Where, detail: dict[str, Any]) -> list[Observation]:
+    todos = _input(detail).get("todos")
+    if not isinstance(todos, list):
+        return []
+    items = []
+    for i, t in enumerate(todos[:50]):
+        if isinstance(t, dict):
+            tid = str(t.get("id", "") or i + 1)
+            items.append(
+                (tid, clip(clean(str(t.get("content", ""))), 200), str(t.get("status", "")))
+            )
+    return [TodoObs("replace", tuple(items), at)]
+
+
+def _tasks(tool: str, at: Where, tool_input: dict[str, Any], response: Any) -> list[Observation]:
+    if tool == "TaskCreate":
+        task = response.get("task") if isinstance(response, dict) else None
+        task_id = str(task.get("id", "")) if isinstance(task, dict) else ""
+        subject = clip(clean(str(tool_input.get("subject", ""))), 200)
+        return [TodoObs("create", ((task_id, subject, "pending"),), at)]
+    task_id = str(tool_input.get("taskId", ""))
+    subject = clip(clean(str(tool_input.get("subject", "") or "")), 200)
+    status = str(tool_input.get("status", "") or "")
+    return [TodoObs("update", ((task_id, subject, status),), at)] if task_id else []
+
+
+def _decisions(text: str, source: str, at: Where) -> list[Observation]:
+    out: list[Observation] = []
+    if not text:
+        return out
+    # A user's prompt asks for things ("instead of X, do Y"); only outright choices count there.
+    pattern = STRONG_DECISION_RE if source == "user_prompt" else DECISION_RE
+    seen = set()
+    for s in sentences(text):
+        if "?" in s or len(s) < 15 or s.startswith(("|", "User", "Message")):
+            continue  # questions, table rows, quoted user messages in compaction summaries
+        if pattern.search(s):
+            key = text_key(s)
+            if key not in seen:
+                seen.add(key)
+                shown = _LABEL.sub("", s)
+                shown = shown[:1].upper() + shown[1:]
+                out.append(DecisionObs(key, clip(shown, ITEM_CHARS), source, "", at))
+    return out
+
+
+def _prompt(e: Entry, at: Where) -> list[Observation]:
+    text = e.text
+    if not text.strip():
+        return []
+    out: list[Observation] = [SessionTextObs("prompt", clip(clean(text), 600), at)]
+    if text.lstrip().startswith("<"):  # command expansions and pasted markup, not instructions
+        return out
+    out += _decisions(text, "user_prompt", at)
+    for s in sentences(text):
+        if "?" in s or not 8 <= len(s) <= RULE_CHARS:
+            continue
+        negative = bool(NEGATIVE_RE.search(s))
+        if LIFT_RE.search(s):
+            terms = frozenset(key_terms(s))
+            out.append(RevokeObs("", terms, negative, (), False, at))
+        elif RULE_RE.search(s):
+            head = rule_head(s)
+            text_ = clip(s, ITEM_CHARS)
+            out.append(RevokeObs("", frozenset(), negative, head, True, at))
+            key = text_key(" ".join(s.split()[:RULE_KEY_WORDS]))
+            out.append(ConstraintObs(key, text_, "user_prompt", "", negative, head, at))
+    return out
+
+
+def _explicit(e: Entry, at: Where, record: dict[str, Any]) -> list[Observation]:
+    kind = e.event
+    feature_id = clean(str(record.get("featureId", "") or ""))[:200]
+    if kind == "decision":
+        text = clean(str(record.get("decision", "") or record.get("description", "")))
+        if not text:
+            return []
+        rationale = clean(str(record.get("rationale", "") or ""))
+        full = f"{text} ({rationale})" if rationale else text
+        key = clean(str(record.get("id", "") or ""))[:64] or text_key(text)
+        return [DecisionObs(key, clip(full, ITEM_CHARS), "explicit", feature_id, at)]
+    if kind == "failure":
+        text = clean(str(record.get("description", "")))
+        if not text:
+            return []
+        command = clean(str(record.get("command", "") or ""))
+        key = clean(str(record.get("id", "") or ""))[:64] or text_key(text)
+        return [
+            FailureObs(
+                signature=key,
+                cmd_key=f"explicit\x1f{key}",
+                tool=clean(str(record.get("tool", "") or "explicit"))[:64],
+                command=clip(command, 300),
+                error_class="",
+                error_line=clip(clean(str(record.get("error", "") or "")), 200),
+                description=clip(text, ITEM_CHARS),
+                source="explicit",
+                feature_id=feature_id,
+                prevention=clip(clean(str(record.get("prevention", "") or "")), ITEM_CHARS),
+                resolved=str(record.get("status", "")).lower() == "resolved",
+                at=at,
+            )
+        ]
+    if kind == "constraint":
+        revoke = clean(str(record.get("revoke", "") or ""))[:ITEM_CHARS]
+        if revoke:
+            return [RevokeObs(revoke, frozenset(), False, (), False, at)]
+        text = clean(str(record.get("description", "")))
+        if not text:
+            return []
+        key = clean(str(record.get("id", "") or ""))[:64] or text_key(text)
+        negative = bool(NEGATIVE_RE.search(text))
+        return [
+            ConstraintObs(
+                key, clip(text, ITEM_CHARS), "explicit", feature_id, negative, rule_head(text), at
+            )
+        ]
+    if kind in ("feature_start", "feature_complete"):
+        return _feature(kind, record, at)
+    return []
+
+
+def _int(value: Any) -> int:
+    """A record's number as a storable integer: 0 unless it is within 0..2^63-1."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf), from 1e400
+        return 0
+    return number if 0 <= number <= INT64_MAX else 0
+
+
+def _feature(kind: str, record: dict[str, Any], at: Where) -> list[Observation]:
+    feature_id = clean(str(record.get("id", "") or record.get("featureId", "")))[:200]
+    if not feature_id:
+        return []
+    is_start = kind == "feature_start"
+    status = clean(str(record.get("status", "") or ("in_progress" if is_start else "completed")))
+    ms = at.ts_ns // 1_000_000
+    started = _int(record.get("startedAt")) or (ms if is_start else 0)
+    completed = 0 if is_start else (_int(record.get("completedAt")) or ms)
+    out: list[Observation] = [
+        FeatureObs(
+            feature_id,
+            clip(clean(str(record.get("name", "") or "")), 200),
+            clip(clean(str(record.get("category", "") or "")), 100),
+            status[:40],
+            started,
+            completed,
+            is_start,
+            at,
+        )
+    ]
+    if not is_start and status.lower() in _FAILED_FEATURE:
+        name = clean(str(record.get("name", "") or ""))
+        label = f"Feature {feature_id}" + (f" ({name})" if name else "")
+        out.append(
+            FailureObs(
+                signature=f"feature:{feature_id}"[:64],
+                cmd_key=f"feature\x1f{feature_id}",
+                tool="feature",
+                command=feature_id,
+                error_class=status.lower(),
+                error_line=clip(clean(str(record.get("error", "") or "")), 200),
+                description=clip(f"{label} ended with status {status}", ITEM_CHARS),
+                source="explicit",
+                feature_id=feature_id,
+                prevention=clip(clean(str(record.get("prevention", "") or "")), ITEM_CHARS),
+                resolved=False,
+                at=at,
+            )
+        )
+    elif not is_start and status.lower() in _OK_FEATURE:
+        out.append(SuccessObs(f"feature\x1f{feature_id}", "the feature was completed", at))
+    return out

@@ -1,0 +1,386 @@
+"""The memory fold: applies observations, in entry order, to the memory rows they touch."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import astuple
+from typing import Any, TypeVar
+
+from indexer import store
+from indexer.config import SummarizerConfig
+from summarizer.common import text as tx
+from summarizer.memory import extract as ex
+from summarizer.memory.rank import rank_key, source_weight
+from summarizer.memory.tables import TABLES, ConstraintRow, DecisionRow, FailureRow, columns
+
+# How far back (in entry ids) the edits that explain a fix are looked for: bounded, so the
+# cost of resolving a failure does not grow with history.
+PREVENTION_WINDOW = 5000
+_EDIT_QUERY = (
+    "SELECT files, detail, tool_name, cwd FROM entries WHERE id>? AND id<? AND session_id=?"
+    " AND event='tool_result' AND tool_name IN ('Edit','Write','MultiEdit','NotebookEdit')"
+    " ORDER BY id DESC LIMIT 20"
+)
+
+R = TypeVar("R")
+
+
+def _merge_sources(sources: str, source: str) -> str:
+    parts = set(sources.split(",")) if sources else set()
+    parts.add(source)
+    return ",".join(sorted(parts))
+
+
+class MemoryFold:
+    """The touched rows of one batch; `flush()` writes them back with the carried state."""
+
+    def __init__(self, conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
+        self.conn = conn
+        self.cfg = cfg
+        self.rows: dict[str, dict[str, Any]] = {name: {} for name in TABLES}
+        self._missing: dict[str, set[str]] = {name: set() for name in TABLES}
+        self._by_cmd: dict[str, set[str]] = {}
+        self._cmd_loaded: set[str] = set()
+        self._new_terms: list[tuple[str, str]] = []
+        self.features: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, list[Any]] = {}
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.current_feature = store.get_meta(conn, "mem.current_feature", "")
+        self.last_session = store.get_meta(conn, "mem.last_session", "")
+        self.last_ns = int(store.get_meta(conn, "mem.last_ns", "0") or 0)
+        self.new_decisions = 0
+        self.new_failures = 0
+
+    # --- row cache ---------------------------------------------------------------------------
+
+    def _get(self, table: str, key: str) -> Any:
+        cache = self.rows[table]
+        if key in cache:
+            return cache[key]
+        if key in self._missing[table]:
+            return None
+        row_type, pk = TABLES[table]
+        found = self.conn.execute(
+            f"SELECT {', '.join(columns(row_type))} FROM {table} WHERE {pk}=?", (key,)
+        ).fetchone()
+        if found is None:
+            self._missing[table].add(key)
+            return None
+        return self._put(table, row_type(*found))
+
+    def _put(self, table: str, row: R) -> R:
+        key = getattr(row, TABLES[table][1])
+        self.rows[table][key] = row
+        self._missing[table].discard(key)
+        if isinstance(row, FailureRow):
+            self._by_cmd.setdefault(row.cmd_key, set()).add(row.signature)
+        return row
+
+    # --- observations ------------------------------------------------------------------------
+
+    def apply(self, o: ex.Observation) -> None:
+        """Apply one observation (observations must arrive in entry order)."""
+        at = o.at
+        self.last_ns = max(self.last_ns, at.ts_ns)
+        if isinstance(o, ex.DecisionObs):
+            self._decision(o)
+        elif isinstance(o, ex.FailureObs):
+            self._failure(o)
+        elif isinstance(o, ex.SuccessObs):
+            self._success(o)
+        elif isinstance(o, ex.ConstraintObs):
+            self._constraint(o)
+        elif isinstance(o, ex.RevokeObs):
+            self._revoke(o)
+        elif isinstance(o, ex.FeatureObs):
+            self._feature(o)
+        elif isinstance(o, ex.EditObs):
+            row = self.files.get(o.path) or self._load_file(o.path)
+            row[0] += 1
+            row[1], row[2], row[3] = at.ts_ns, at.entry_id, at.session_id
+        elif isinstance(o, ex.TodoObs):
+            self._todos(o)
+        elif isinstance(o, ex.SessionTextObs):
+            self._session(at.session_id)[o.field] = o.text
+
+    def note_entry(self, session_id: str, hook_event: str) -> None:
+        """Remember the latest session with Claude Code activity (not only explicit events)."""
+        if hook_event != "CtxdEmit":
+            self.last_session = session_id
+
+    def _decision(self, o: ex.DecisionObs) -> None:
+        at = o.at
+        row: DecisionRow | None = self._get("mem_decisions", o.key)
+        if row is None:
+            self.new_decisions += 1
+            feature = o.feature_id or self.current_feature
+            row = DecisionRow(
+                o.key,
+                o.text,
+                feature,
+                o.source,
+                at.session_id,
+                at.agent_id,
+                at.ts_ns,
+                at.ts_ns,
+                0,
+                at.entry_id,
+                at.entry_id,
+            )
+            self._put("mem_decisions", row)
+        row.count += 1
+        row.sources = _merge_sources(row.sources, o.source)
+        row.last_ns = max(row.last_ns, at.ts_ns)
+        row.last_entry_id = at.entry_id
+        row.session_id, row.agent_id = at.session_id, at.agent_id
+        row.feature_id = row.feature_id or o.feature_id or self.current_feature
+
+    def _failure(self, o: ex.FailureObs) -> None:
+        at = o.at
+        row: FailureRow | None = self._get("mem_failures", o.signature)
+        if row is None:
+            self.new_failures += 1
+            row = FailureRow(
+                o.signature,
+                o.cmd_key,
+                o.description,
+                "",
+                0,
+                o.tool,
+                o.command,
+                o.error_class,
+                o.error_line,
+                o.feature_id or self.current_feature,
+                o.source,
+                at.session_id,
+                at.agent_id,
+                0,
+                at.ts_ns,
+                at.ts_ns,
+                at.entry_id,
+                at.entry_id,
+            )
+            self._put("mem_failures", row)
+        row.count += 1
+        row.description, row.last_error = o.description, o.error_line
+        row.sources = _merge_sources(row.sources, o.source)
+        row.last_ns = max(row.last_ns, at.ts_ns)
+        row.last_entry_id = at.entry_id
+        row.session_id, row.agent_id = at.session_id, at.agent_id
+        row.feature_id = row.feature_id or o.feature_id or self.current_feature
+        if o.prevention:
+            row.prevention, row.explicit_prevention = o.prevention, 1
+        if o.resolved:
+            row.resolved_ns, row.resolved_entry_id = at.ts_ns, at.entry_id
+
+    def _success(self, o: ex.SuccessObs) -> None:
+        if o.cmd_key not in self._cmd_loaded:
+            self._cmd_loaded.add(o.cmd_key)
+            row_type = FailureRow
+            for found in self.conn.execute(
+                f"SELECT {', '.join(columns(row_type))} FROM mem_failures WHERE cmd_key=?",
+                (o.cmd_key,),
+            ):
+                if found[0] not in self.rows["mem_failures"]:
+                    self._put("mem_failures", row_type(*found))
+        for sig in sorted(self._by_cmd.get(o.cmd_key, ())):
+            row: FailureRow = self.rows["mem_failures"][sig]
+            if not row.is_open or row.last_entry_id >= o.at.entry_id:
+                continue
+            row.resolved_ns, row.resolved_entry_id = o.at.ts_ns, o.at.entry_id
+            if not row.explicit_prevention:
+                row.prevention = self._prevention(row.last_entry_id, o)
+
+    def _prevention(self, failed_id: int, o: ex.SuccessObs) -> str:
+        low = max(failed_id, o.at.entry_id - PREVENTION_WINDOW)
+        edits: list[tuple[str, str]] = []
+        for files, detail, tool, cwd in self.conn.execute(
+            _EDIT_QUERY, (low, o.at.entry_id, o.at.session_id)
+        ):
+            try:
+                tool_input = json.loads(detail).get("input") or {}
+                paths = json.loads(files) if files else []
+            except (ValueError, AttributeError):
+                continue
+            if paths and isinstance(tool_input, dict):
+                path = tx.relpath(tx.clean(str(paths[0])), str(cwd))
+                edits.append((path, tx.edit_snippet(str(tool), tool_input)))
+        return tx.prevention_text(edits, o.verb)
+
+    def _constraint(self, o: ex.ConstraintObs) -> None:
+        at = o.at
+        row: ConstraintRow | None = self._get("mem_constraints", o.key)
+        if row is None:
+            row = ConstraintRow(
+                o.key, "", o.source, o.feature_id or self.current_feature, at.session_id,
+                1, 0, "", "", at.ts_ns, at.ts_ns, 0, at.entry_id, at.entry_id,
+            )  # fmt: skip
+            self._put("mem_constraints", row)
+        # A restatement (same key) keeps the rule active and its latest wording.
+        obj = tx.rule_object(o.text, o.head)
+        row.description, row.negative = o.text, int(o.negative)
+        row.head, row.object = " ".join(o.head), " ".join(sorted(obj))
+        self._new_terms += [(t, o.key) for t in obj]
+        if o.head:
+            self._new_terms.append(("head:" + row.head, o.key))
+        row.active, row.revoked_ns = 1, 0
+        row.last_ns, row.last_entry_id = max(row.last_ns, at.ts_ns), at.entry_id
+        row.session_id = at.session_id
+        if o.source == "explicit":
+            row.source = "explicit"
+
+    def _revoke(self, o: ex.RevokeObs) -> None:
+        if o.target:
+            key = o.target if self._get("mem_constraints", o.target) else tx.text_key(o.target)
+            candidates = [key]
+        elif o.is_rule:
+            candidates = self._candidates(["head:" + " ".join(o.head)]) if o.head else []
+        else:
+            candidates = self._candidates(sorted(o.terms))
+        for key in candidates:
+            row: ConstraintRow | None = self._get("mem_constraints", key)
+            if row is None or not row.active or row.last_entry_id >= o.at.entry_id:
+                continue
+            head = tuple(row.head.split())
+            if o.target or ex.revokes(o, row.description, bool(row.negative), head):
+                row.active, row.revoked_ns = 0, o.at.ts_ns
+
+    def _candidates(self, terms: list[str]) -> list[str]:
+        if not terms:
+            return []
+        found: set[str] = {k for t, k in self._new_terms if t in terms}
+        for i in range(0, len(terms), 500):
+            chunk = terms[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT id FROM mem_constraint_terms WHERE term IN ({marks})", chunk
+                )
+            )
+        return sorted(found)
+
+    def _feature(self, o: ex.FeatureObs) -> None:
+        at = o.at
+        row = self.features.get(o.feature_id) or self._load_feature(o.feature_id, at)
+        for key, value in (("name", o.name), ("category", o.category), ("status", o.status)):
+            if value:
+                row[key] = value
+        row["started_at"] = o.started_at or row["started_at"]
+        row["completed_at"] = o.completed_at if not o.is_start else 0
+        row["last_entry_id"], row["session_id"] = at.entry_id, at.session_id
+        if o.is_start:
+            self.current_feature = o.feature_id
+        elif self.current_feature == o.feature_id:
+            self.current_feature = ""
+
+    def _load_feature(self, feature_id: str, at: ex.Where) -> dict[str, Any]:
+        cols = (
+            "id",
+            "name",
+            "category",
+            "status",
+            "started_at",
+            "completed_at",
+            "session_id",
+            "first_entry_id",
+            "last_entry_id",
+        )
+        found = self.conn.execute(
+            f"SELECT {', '.join(cols)} FROM mem_features WHERE id=?", (feature_id,)
+        ).fetchone()
+        values = found or (feature_id, "", "", "", 0, 0, at.session_id, at.entry_id, at.entry_id)
+        self.features[feature_id] = dict(zip(cols, values, strict=True))
+        return self.features[feature_id]
+
+    def _load_file(self, path: str) -> list[Any]:
+        found = self.conn.execute(
+            "SELECT edits, last_ns, last_entry_id, session_id FROM mem_files WHERE path=?", (path,)
+        ).fetchone()
+        self.files[path] = list(found) if found else [0, 0, 0, ""]
+        return self.files[path]
+
+    def _session(self, session_id: str) -> dict[str, Any]:
+        row = self.sessions.get(session_id)
+        if row is None:
+            found = self.conn.execute(
+                "SELECT todos, prompt, report, compact FROM mem_sessions WHERE session_id=?",
+                (session_id,),
+            ).fetchone()
+            todos, prompt, report, compact = found or ("[]", "", "", "")
+            row = {
+                "todos": json.loads(todos),
+                "prompt": prompt,
+                "report": report,
+                "compact": compact,
+            }
+            self.sessions[session_id] = row
+        return row
+
+    def _todos(self, o: ex.TodoObs) -> None:
+        row = self._session(o.at.session_id)
+        todos: list[list[str]] = row["todos"]
+        if o.op == "replace":
+            row["todos"] = [list(item) for item in o.items]
+            return
+        for task_id, subject, status in o.items:
+            match = next((t for t in todos if task_id and t[0] == task_id), None)
+            if match is None:
+                todos.append([task_id, subject, status or "pending"])
+                continue
+            match[1] = subject or match[1]
+            match[2] = status or match[2]
+        row["todos"] = [t for t in todos if t[2] != "deleted"][-50:]
+
+    # --- write back --------------------------------------------------------------------------
+
+    def flush(self, watermark: int) -> None:
+        """Write every touched row and the carried state (inside the caller's transaction)."""
+        cfg = self.cfg
+        for table, (row_type, _pk) in TABLES.items():
+            rows = list(self.rows[table].values())
+            for row in rows:
+                if isinstance(row, DecisionRow | FailureRow):
+                    weight = source_weight(row.sources.split(","), cfg)
+                    row.rank_key = rank_key(row.last_ns, row.count, weight, cfg.recency_half_life_h)
+            cols = columns(row_type)
+            marks = ",".join("?" * len(cols))
+            self.conn.executemany(
+                f"INSERT OR REPLACE INTO {table}({', '.join(cols)}) VALUES ({marks})",
+                [astuple(r) for r in rows],
+            )
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO mem_constraint_terms(term, id) VALUES (?, ?)", self._new_terms
+        )
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO mem_features(id, name, category, status, started_at,"
+            " completed_at, session_id, first_entry_id, last_entry_id) VALUES (?,?,?,?,?,?,?,?,?)",
+            [tuple(f.values()) for f in self.features.values()],
+        )
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO mem_files(path, edits, last_ns, last_entry_id, session_id)"
+            " VALUES (?,?,?,?,?)",
+            [(path, *row) for path, row in self.files.items()],
+        )
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO mem_sessions(session_id, todos, prompt, report, compact)"
+            " VALUES (?,?,?,?,?)",
+            [
+                (
+                    sid,
+                    json.dumps(r["todos"], ensure_ascii=False),
+                    r["prompt"],
+                    r["report"],
+                    r["compact"],
+                )
+                for sid, r in self.sessions.items()
+            ],
+        )
+        for key, value in (
+            ("mem.watermark", str(watermark)),
+            ("mem.current_feature", self.current_feature),
+            ("mem.last_session", self.last_session),
+            ("mem.last_ns", str(self.last_ns)),
+        ):
+            store.set_meta(self.conn, key, value)

@@ -1,0 +1,263 @@
+"""Memory tables in the index: incremental compaction from a watermark, and `load_memory()`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from indexer import store
+from indexer.config import Config, SummarizerConfig
+from summarizer.common.models import Constraint, Decision, Failure, Feature, Memory
+from summarizer.memory.extract import observe
+from summarizer.memory.merge import MemoryFold
+from summarizer.memory.rank import rank_config, rank_key, score, source_weight
+from summarizer.memory.tables import SCHEMA, TABLES, ConstraintRow, DecisionRow, FailureRow, columns
+
+log = logging.getLogger("ctxd.memory")
+
+# Entries folded per transaction: a batch is held in memory whole (texts up to max_text_chars),
+# so it stays small enough to keep the daemon's peak RSS bounded.
+BATCH_ENTRIES = 2_000
+
+
+@dataclass
+class CompactStats:
+    """What one `compact()` call did."""
+
+    entries: int = 0
+    batches: int = 0
+    skipped: int = 0
+    new_decisions: int = 0
+    new_failures: int = 0
+    watermark: int = 0
+    seconds: float = 0.0
+
+
+def _summarizer_config(config: Config | SummarizerConfig | None) -> SummarizerConfig:
+    if config is None:
+        return SummarizerConfig()
+    return config.summarizer if isinstance(config, Config) else config
+
+
+def has_memory(conn: sqlite3.Connection) -> bool:
+    """True once the memory tables exist (a first compaction created them)."""
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='mem_decisions'"
+    ).fetchone()
+    return row is not None
+
+
+def ensure_schema(conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
+    """Create the memory tables if needed; re-rank stored items if the ranking config changed."""
+    fingerprint = rank_config(cfg)
+    if has_memory(conn) and store.get_meta(conn, "mem.rank_config") == fingerprint:
+        return
+    with store.transaction(conn):
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        if store.get_meta(conn, "mem.rank_config") != fingerprint:
+            _rerank(conn, cfg)
+            store.set_meta(conn, "mem.rank_config", fingerprint)
+
+
+def _rerank(conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
+    # One pass over every stored item, only when the half-life or a weight changed.
+    for table, key in (("mem_decisions", "id"), ("mem_failures", "signature")):
+        rows = conn.execute(f"SELECT {key}, last_ns, count, sources FROM {table}").fetchall()
+        conn.executemany(
+            f"UPDATE {table} SET rank_key=? WHERE {key}=?",
+            [
+                (rank_key(last, n, source_weight(src.split(","), cfg), cfg.recency_half_life_h), k)
+                for k, last, n, src in rows
+            ],
+        )
+
+
+def watermark(conn: sqlite3.Connection) -> int:
+    """The last entry id the memory covers (0 before the first compaction)."""
+    return int(store.get_meta(conn, "mem.watermark", "0") or 0)
+
+
+def compact(
+    conn: sqlite3.Connection,
+    config: Config | SummarizerConfig | None = None,
+    *,
+    batch_entries: int = BATCH_ENTRIES,
+    max_entries: int | None = None,
+    lock: AbstractContextManager[Any] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> CompactStats:
+    """Fold the entries after the watermark into the memory tables, one batch per transaction.
+
+    Only entries after the watermark are read, so the cost grows with new events. `lock` is
+    held around each batch's transaction (the daemon's index lock, I8); `max_entries` stops
+    early (compacting in several runs gives the same memory as one run).
+    """
+    cfg = _summarizer_config(config)
+    started = time.perf_counter()
+    ensure_schema(conn, cfg)
+    stats = CompactStats(watermark=watermark(conn))
+    while max_entries is None or stats.entries < max_entries:
+        if should_stop is not None and should_stop():
+            break
+        limit = (
+            batch_entries
+            if max_entries is None
+            else min(batch_entries, max_entries - stats.entries)
+        )
+        with lock if lock is not None else contextlib.nullcontext(), store.transaction(conn):
+            batch = store.entries_after(conn, watermark(conn), limit)
+            if not batch:
+                break
+            fold = MemoryFold(conn, cfg)
+            for stored in batch:
+                fold.note_entry(stored.entry.session_id, stored.entry.hook_event)
+                try:
+                    observations = observe(stored.id, stored.entry)
+                except Exception:  # one odd entry must not stop the memory for good
+                    log.exception("cannot extract from entry %d; skipped", stored.id)
+                    stats.skipped += 1
+                    continue
+                for o in observations:
+                    fold.apply(o)
+            fold.flush(batch[-1].id)
+        stats.entries += len(batch)
+        stats.batches += 1
+        stats.new_decisions += fold.new_decisions
+        stats.new_failures += fold.new_failures
+        stats.watermark = batch[-1].id
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def _select(
+    conn: sqlite3.Connection, table: str, where: str, order: str, args: tuple[Any, ...]
+) -> list[Any]:
+    row_type, _pk = TABLES[table]
+    sql = f"SELECT {', '.join(columns(row_type))} FROM {table} {where} ORDER BY {order}"
+    return [row_type(*r) for r in conn.execute(sql, args)]
+
+
+def _ranked(conn: sqlite3.Connection, table: str, limit: int, feature_id: str | None) -> list[Any]:
+    order = "rank_key DESC, last_entry_id DESC LIMIT ?"
+    rows = _select(conn, table, "", order, (limit,))
+    if feature_id:
+        mine = _select(conn, table, "WHERE feature_id=?", order, (feature_id, limit))
+        keys = {getattr(r, TABLES[table][1]) for r in mine}
+        rows = mine + [r for r in rows if getattr(r, TABLES[table][1]) not in keys]
+    return rows[:limit]
+
+
+def load_memory(
+    conn: sqlite3.Connection,
+    config: Config | SummarizerConfig | None = None,
+    *,
+    feature_id: str | None = None,
+) -> Memory:
+    """The top decisions and failures, the active constraints and the features, ranked.
+
+    With `feature_id`, that feature's items come first. Reads a bounded number of rows
+    through indexes, so it costs the same on a large index as on a small one.
+    """
+    cfg = _summarizer_config(config)
+    if not has_memory(conn):
+        return Memory()
+    ref = int(store.get_meta(conn, "mem.last_ns", "0") or 0)
+    hl = cfg.recency_half_life_h
+    decisions = [
+        Decision(
+            id=r.id,
+            decision=r.decision,
+            featureId=r.feature_id,
+            source=r.sources,
+            session_id=r.session_id,
+            agent_id=r.agent_id,
+            first_ns=r.first_ns,
+            last_ns=r.last_ns,
+            count=r.count,
+            entry_id=r.entry_id,
+            score=score(r.last_ns, r.count, source_weight(r.sources.split(","), cfg), ref, hl),
+        )
+        for r in _ranked(conn, "mem_decisions", cfg.max_decisions, feature_id)
+        if isinstance(r, DecisionRow)
+    ]
+    failures = [
+        Failure(
+            signature=r.signature,
+            description=r.description,
+            prevention=r.prevention,
+            tool=r.tool,
+            command=r.command,
+            error_class=r.error_class,
+            last_error=r.last_error,
+            featureId=r.feature_id,
+            session_id=r.session_id,
+            agent_id=r.agent_id,
+            count=r.count,
+            first_ns=r.first_ns,
+            last_ns=r.last_ns,
+            resolved=not r.is_open,
+            resolved_ns=r.resolved_ns,
+            score=score(r.last_ns, r.count, source_weight(r.sources.split(","), cfg), ref, hl),
+        )
+        for r in _ranked(conn, "mem_failures", cfg.max_failures, feature_id)
+        if isinstance(r, FailureRow)
+    ]
+    active = _select(
+        conn,
+        "mem_constraints",
+        "WHERE active=1",
+        "last_entry_id DESC LIMIT ?",
+        (max(cfg.max_constraints * 4, 100),),
+    )
+    # Explicit rules first, then the most recently stated; a given feature's rules before both.
+    active.sort(
+        key=lambda r: (bool(feature_id) and r.feature_id != feature_id, r.source != "explicit")
+    )
+    constraints = [
+        Constraint(
+            id=r.id,
+            description=r.description,
+            source=r.source,
+            featureId=r.feature_id,
+            session_id=r.session_id,
+            active=True,
+            created_ns=r.created_ns,
+        )
+        for r in active[: cfg.max_constraints]
+        if isinstance(r, ConstraintRow)
+    ]
+    features = [
+        Feature(
+            id=str(r[0]),
+            name=str(r[1]),
+            category=str(r[2]),
+            status=str(r[3]),
+            startedAt=int(r[4]),
+            completedAt=int(r[5]),
+        )
+        for r in conn.execute(
+            "SELECT id, name, category, status, started_at, completed_at FROM mem_features"
+            " ORDER BY last_entry_id DESC LIMIT 50"
+        )
+    ]
+    return Memory(decisions, failures, constraints, features, watermark(conn))
+
+
+def count_new(conn: sqlite3.Connection, after_id: int) -> tuple[int, int]:
+    """(decisions, failures) first seen in entries after `after_id`."""
+    if not has_memory(conn):
+        return 0, 0
+    d = conn.execute("SELECT count(*) FROM mem_decisions WHERE entry_id>?", (after_id,)).fetchone()
+    f = conn.execute("SELECT count(*) FROM mem_failures WHERE entry_id>?", (after_id,)).fetchone()
+    return int(d[0]), int(f[0])

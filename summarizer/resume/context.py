@@ -1,0 +1,146 @@
+"""context.md: the resume state as calm, factual text within `[resume]` max_tokens and max_chars."""
+
+from __future__ import annotations
+
+from indexer.config import Config
+from summarizer.common.budget import Section, pack_sections, render_sections, utf16_len
+from summarizer.common.plain import clean_line, clean_text
+from summarizer.common.tokens import get_counter
+from summarizer.resume.handback import NOTES_HEAD
+from summarizer.resume.state import ResumeState
+
+__all__ = ["render_context", "sections_of"]
+
+# Claude Code treats instruction-like text with suspicion (hooks reference §4.3), so the text
+# states what was going on; it never orders. Section shares of the token budget; what a section
+# leaves unused flows to the summary, which comes last because it is the most compressible.
+_SHARES = {
+    "lead": 0.15,
+    "tasks": 0.15,
+    "files": 0.12,
+    "failures": 0.12,
+    "memory": 0.12,
+    "agents": 0.05,
+    "calls": 0.08,
+    "summary": 0.05,
+}
+_TRIGGER_WORDS = {
+    "pre_compact": "just before the conversation was compacted",
+    "session_end": "when the session ended",
+    "compaction": "at a periodic update",
+    # Built by the SessionStart hook itself (after a compaction, or on resume): the time says it.
+    "session_start": "",
+}
+
+
+def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> list[Section]:
+    """The context's sections, most important first; items are plain text lines.
+
+    Each fact appears once: the task in progress is not listed again under open tasks, and
+    `running_summary` (the project's, which may describe other sessions) is not used.
+    """
+
+    def budget(name: str) -> int:
+        return max(1, int(max_tokens * _SHARES[name]))
+
+    title = f'"{clean_line(state.title, 100)}"' if state.title else "(untitled)"
+    started = f", started {state.started_at[:16].replace('T', ' ')} UTC" if state.started_at else ""
+    when = _TRIGGER_WORDS.get(state.trigger, state.trigger)
+    at = f"{state.created_at[:19].replace('T', ' ')} UTC"
+    lead = [
+        f"{NOTES_HEAD} {title} ({state.session_id[:8]}{started}), "
+        + (f"as recorded {when} ({at})." if when else f"as recorded at {at}."),
+    ]
+    current = state.current_task
+    if current is not None:
+        lead.append(f"Task in progress: {clean_line(current.content, 300)}.")
+    if state.next_action:
+        lead.append(f"Most recent user request: {clean_line(state.next_action, 600)}")
+    tasks = [
+        f"- [{t.status.replace('_', ' ')}] {clean_line(t.content, 200)}"
+        + (f" (#{t.id})" if t.id else "")
+        for t in state.open_todos
+        if current is None or t.content != current.content
+    ]
+    edited, missing = set(state.edited_files), set(state.missing_files)
+    files = [
+        f"- {path} ({'edited' if path in edited else 'read'}"
+        + (", not on disk now)" if path in missing else ")")
+        for path in state.files_to_load
+    ]
+    failures = [
+        f"- {f.tool + ' ' if f.tool else ''}{clean_line(f.description, 160)}"
+        + (f" failed {f.count} times" if f.count > 1 else " failed")
+        + (f": {f.last_error}" if f.last_error else "")
+        + (f"; fixed before by: {f.prevention}" if f.prevention else "")
+        for f in state.open_failures
+    ]
+    memory = [f"- Decision: {clean_line(d, 300)}" for d in state.decisions] + [
+        f"- Constraint: {clean_line(c, 300)}" for c in state.constraints
+    ]
+    agents = [f"- {clean_line(a, 200)}" for a in state.agents_in_flight]
+    # A call on a file already listed above would say that file again: only the others
+    # (commands, agents, searches) are listed, with their time.
+    listed = set(state.files_to_load)
+    calls = [
+        f"- {c.timestamp[11:19]} {c.tool or 'tool'} {_target(c.tool, c.file)}"
+        + ("" if c.ok else " (failed)")
+        for c in state.last_tool_calls
+        if c.file not in listed
+    ]
+    summary = [s for s in (clean_text(state.compact_summary).strip(),) if s]
+    return [
+        Section("lead", "", lead, budget("lead"), min_items=len(lead)),
+        Section("tasks", "\nOpen tasks:", tasks, budget("tasks")),
+        Section("files", "\nFiles worked on lately:", files, budget("files")),
+        Section("failures", "\nFailures not yet resolved:", failures, budget("failures")),
+        Section("memory", "\nDecisions and constraints in force:", memory, budget("memory")),
+        Section("agents", "\nSubagents still running:", agents, budget("agents")),
+        Section("calls", "\nLast tool calls (UTC):", calls, budget("calls")),
+        Section("summary", "\nClaude Code's own summary:", summary, budget("summary")),
+    ]
+
+
+def _target(tool: str, target: str) -> str:
+    """A call's target without the tool name repeated ("ToolSearch ToolSearch select:…")."""
+    target = clean_line(target, 160)
+    return target[len(tool) :].lstrip() if tool and target.startswith(tool + " ") else target
+
+
+def render_context(
+    state: ResumeState, running_summary: str, config: Config
+) -> tuple[str, int, int]:
+    """(context text, its tokens, its UTF-16 length): within both `[resume]` budgets (I9)."""
+    counter = get_counter(config.summarizer.encoding)
+    max_tokens = config.resume.max_tokens
+    max_chars = min(config.resume.max_chars, 10000)
+    sections = sections_of(state, running_summary, max_tokens)
+
+    def _cut(text: str, tokens: int) -> str:
+        # A list line cut in half reads as noise ("- 03 …"): drop it; prose may be cut.
+        return "" if text.startswith("- ") else counter.truncate(text, tokens)
+
+    packed = pack_sections(
+        sections,
+        max_tokens,
+        counter.count,
+        max_chars=max_chars,
+        truncate=_cut,
+        flow_to="summary",
+        char_len=utf16_len,
+    )
+    text = _unique_lines(render_sections(packed, sections))
+    return text, counter.count(text), utf16_len(text)
+
+
+def _unique_lines(text: str) -> str:
+    """Drop a non-empty line that repeats an earlier one (a summary quoting the request)."""
+    seen: set[str] = set()
+    out = []
+    for line in text.split("\n"):
+        key = line.strip().lstrip("-* ").strip()
+        if key and key in seen:
+            continue
+        seen.add(key)
+        out.append(line)
+    return "\n".join(out)

@@ -1,0 +1,180 @@
+"""Whether a SessionStart hands ctxd's notes back, and why: one current copy, never silent."""
+
+# Claude Code keeps every SessionStart `additionalContext` in the conversation and re-sends it
+# with every later request; a compaction drops what came before it, except what the same
+# process injected just before. So the notes go in once per compaction (source "compact"), and
+# on "resume" only when the conversation was compacted and holds no ctxd notes since: a
+# conversation never compacted is reloaded whole, and one compacted with ctxd's notes still
+# holds them. The transcript (`transcript_path`) shows both; ctxd's own log of what it handed
+# back (`resume/<session>/starts.jsonl`) stands in when the transcript cannot be read.
+# Standard library only: this runs inside the SessionStart hook.
+
+from __future__ import annotations
+
+import os
+import time
+
+from summarizer.common.nofollow import is_plain_dir
+from summarizer.resume.fastjson import encode_string, loads
+
+__all__ = [
+    "LOCK_FILE",
+    "LOG_FILE",
+    "NOTES_HEAD",
+    "REPEATED_COMPACT",
+    "LiveContext",
+    "decide",
+    "last_transcript",
+    "live_context",
+    "live_from_log",
+    "log_decision",
+    "read_log",
+]
+
+LOG_FILE = "starts.jsonl"
+LOCK_FILE = "starts.lock"
+# Logged for a SessionStart(compact) with no event since the last one: not a new compaction.
+REPEATED_COMPACT = "this compaction's notes were handed back already (no event since)"
+NOTES_HEAD = "ctxd notes for session"  # every session note starts with it (resume_context)
+_BOUNDARY = b'"subtype":"compact_boundary"'
+_NOTES = b'"type":"hook_additional_context","content":["' + NOTES_HEAD.encode()
+_BLOCK = 1 << 20
+_MAX_LOG_BYTES = 1 << 20  # the log is read from its end; older decisions do not matter
+
+
+class LiveContext:
+    """What the live conversation holds: was it ever compacted, and are ctxd's notes in it
+    since the last compaction."""
+
+    def __init__(self, compacted: bool, notes_since: bool, source: str) -> None:
+        self.compacted = compacted
+        self.notes_since = notes_since
+        self.source = source  # "transcript" or "ctxd's log"
+
+
+def live_context(transcript_path: object) -> LiveContext | None:
+    """Read the transcript backwards to its last compaction boundary; None if unreadable."""
+    if not isinstance(transcript_path, str) or not transcript_path:
+        return None
+    try:
+        fd = os.open(transcript_path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        pos = os.fstat(fd).st_size
+        tail = b""
+        notes = False
+        while pos > 0:
+            start = max(0, pos - _BLOCK)
+            chunk = os.pread(fd, pos - start, start) + tail[:256]
+            pos = start
+            boundary = chunk.rfind(_BOUNDARY)
+            if boundary >= 0:
+                return LiveContext(True, notes or _NOTES in chunk[boundary:], "transcript")
+            notes = notes or _NOTES in chunk
+            tail = chunk
+        return LiveContext(False, notes, "transcript")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_log(folder: str) -> list[dict[str, object]]:
+    """The decisions logged for one session, oldest first (the last MB of the log)."""
+    if is_plain_dir(folder) is not True or is_plain_dir(os.path.dirname(folder)) is not True:
+        return []  # missing, or a symlink in the state dir: never read through it
+    try:
+        fd = os.open(os.path.join(folder, LOG_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - _MAX_LOG_BYTES))
+            data = f.read()
+    except OSError:
+        return []
+    out = []
+    for line in data.split(b"\n"):
+        try:
+            record = loads(line)
+        except ValueError:
+            continue  # the first piece of a cut read, or a torn line
+        if isinstance(record, dict):
+            out.append(record)
+    return out
+
+
+def last_transcript(folder: str) -> str:
+    """The transcript path the session's last logged SessionStart named, or ""."""
+    for record in reversed(read_log(folder)):
+        path = record.get("transcript")
+        if isinstance(path, str) and path:
+            return path
+    return ""
+
+
+def live_from_log(records: list[dict[str, object]]) -> LiveContext:
+    """The live context as ctxd's own log tells it (each compaction fires SessionStart)."""
+    compactions = [
+        i
+        for i, r in enumerate(records)
+        if r.get("source") == "compact" and r.get("reason") != REPEATED_COMPACT
+    ]
+    if not compactions:
+        return LiveContext(False, any(r.get("injected") for r in records), "ctxd's log")
+    since = records[compactions[-1] :]
+    return LiveContext(True, any(r.get("injected") for r in since), "ctxd's log")
+
+
+def decide(
+    source: str, inject_on: list[str], startup_memory: bool, live: LiveContext | None
+) -> tuple[bool, str]:
+    """(hand back?, why) for a SessionStart of `source` (pure)."""
+    if source == "startup":
+        if startup_memory:
+            return True, "a new session starts: project memory (open tasks, failures, constraints)"
+        return False, "a new session starts and [resume] inject_on_startup is off"
+    if source not in inject_on:
+        return False, f"source {source!r} is not in [resume] inject_on"
+    if source == "compact":
+        return True, "the conversation was just compacted: the notes go back once"
+    if source == "clear":
+        return True, "after /clear the conversation is empty: the ended session's notes go back"
+    if live is None:
+        return False, "the conversation's transcript cannot be read and ctxd has no log of it"
+    if not live.compacted:
+        return (
+            False,
+            f"the resumed conversation was never compacted ({live.source}):"
+            " it holds its whole history",
+        )
+    if live.notes_since:
+        return (
+            False,
+            f"ctxd notes are already in the conversation since its last compaction ({live.source})",
+        )
+    return True, f"the conversation was compacted and holds no ctxd notes since ({live.source})"
+
+
+def log_decision(folder: str, source: str, injected: int, reason: str, **extra: str) -> None:
+    """Append one decision to `folder/starts.jsonl` (0600, one write; never raises)."""
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not is_plain_dir(folder) or not is_plain_dir(os.path.dirname(folder)):
+            return  # a symlink in the state dir: never write through it
+        parts = [
+            '{"ts_ns":' + str(time.time_ns()),
+            '"source":' + encode_string(source),
+            '"injected":' + ("true" if injected else "false"),
+            '"chars":' + str(injected),
+            '"reason":' + encode_string(reason),
+        ]
+        parts += [encode_string(k) + ":" + encode_string(v) for k, v in extra.items() if v]
+        line = (",".join(parts) + "}\n").encode("utf-8", "replace")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        fd = os.open(os.path.join(folder, LOG_FILE), flags, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # the hook must not fail (I1); `ctxd resume --preview` still explains

@@ -1,0 +1,388 @@
+"""Resume state of a session: its facts from the index, confidence, files, failures (seed 003)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from indexer import store
+from indexer.models import Entry
+from indexer.normalize import EDIT_TOOLS
+from indexer.views import iso_utc
+from summarizer.common.models import Memory
+from summarizer.common.plain import (
+    clean_line,
+    clean_text,
+    first_error_line,
+    is_meaningful_request,
+    unwrap_summary,
+)
+from summarizer.common.text import STRONG_DECISION_RE
+from summarizer.resume.todos import Todo, open_todos, session_todos
+
+__all__ = [
+    "MAX_FILES",
+    "RECENT_TOOL_CALLS",
+    "FailureNote",
+    "ResumeState",
+    "SessionFacts",
+    "ToolCall",
+    "build_state",
+    "confidence_of",
+    "gather_facts",
+    "open_failures_of",
+    "rank_files",
+]
+
+STATE_VERSION = 1
+# "Recently" for confidence: this many of the session's last tool calls (all agents).
+RECENT_TOOL_CALLS = 40
+MAX_FILES = 10
+MAX_TOOL_CALLS = 10
+_READ_TOOLS = frozenset({"Read", "NotebookRead"})
+# Bookkeeping tools: their calls say nothing about where the work stood.
+_QUIET_TOOLS = frozenset(
+    {
+        "TodoWrite",
+        "TaskCreate",
+        "TaskUpdate",
+        "TaskList",
+        "TaskGet",
+        "ToolSearch",
+        "BashOutput",
+        "TaskOutput",
+        "KillShell",
+        "KillBash",
+    }
+)
+# A call that failed only because another failed or the user stopped it: not a cause.
+_CASCADE = (
+    "sibling tool call errored",
+    "interrupted",
+    "user doesn't want to proceed",
+    "request interrupted",
+    "cancelled",
+)
+_TOOL_EVENTS = ("tool_result", "tool_failure", "agent_complete", "agent_launched", "agent_failed")
+_ANY = msgspec.json.Decoder()
+
+
+class ToolCall(msgspec.Struct):
+    """One of the last tool calls (seed 003 `last_tool_calls`)."""
+
+    tool: str
+    file: str
+    timestamp: str
+    agent: str = "main"
+    ok: bool = True
+
+
+class FailureNote(msgspec.Struct, omit_defaults=True):
+    """An open failure worth avoiding when the work resumes."""
+
+    description: str
+    tool: str = ""
+    count: int = 1
+    last_error: str = ""
+    prevention: str = ""
+
+
+class ResumeState(msgspec.Struct):
+    """precompact_state.json; new fields get defaults, existing ones never change meaning."""
+
+    session_id: str
+    trigger: str  # pre_compact | session_end | compaction | session_start
+    active_project: str
+    active_agent: str
+    confidence: str  # high | medium | low
+    detection_method: str
+    created_at: str
+    version: int = STATE_VERSION
+    title: str = ""
+    started_at: str = ""
+    last_tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    files_to_load: list[str] = msgspec.field(default_factory=list)
+    edited_files: list[str] = msgspec.field(default_factory=list)  # of files_to_load
+    missing_files: list[str] = msgspec.field(default_factory=list)  # of files_to_load
+    current_task: Todo | None = None
+    open_todos: list[Todo] = msgspec.field(default_factory=list)
+    open_failures: list[FailureNote] = msgspec.field(default_factory=list)
+    decisions: list[str] = msgspec.field(default_factory=list)
+    constraints: list[str] = msgspec.field(default_factory=list)
+    agents_in_flight: list[str] = msgspec.field(default_factory=list)
+    next_action: str = ""
+    compact_summary: str = ""
+    watermark: int = 0  # the last entry id of the session this state covers
+    covers_ns: int = 0  # ts_ns of the newest event it covers (spool_tail.IGNORED_EVENTS aside)
+    context_tokens: int = 0
+    context_chars: int = 0
+
+
+@dataclass
+class SessionFacts:
+    """What the index knows about one session, read once, for the pure functions below."""
+
+    session_id: str
+    title: str = ""
+    first_ns: int = 0
+    cwd: str = ""
+    tool_calls: list[Entry] = field(default_factory=list)  # newest first
+    file_events: list[Entry] = field(default_factory=list)  # newest first
+    failures: list[Entry] = field(default_factory=list)  # newest first
+    last_prompt: str = ""
+    compact_summary: str = ""
+    running_agents: list[tuple[str, str, str]] = field(default_factory=list)  # id, type, desc
+    todos: list[Todo] = field(default_factory=list)
+    watermark: int = 0
+    last_event: str = ""
+    covers_ns: int = 0
+
+
+def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
+    """Read the facts of one session with a few bounded queries (cost independent of length)."""
+    facts = SessionFacts(session_id)
+    row = conn.execute(
+        "SELECT title, first_prompt, first_ns, cwd FROM sessions WHERE session_id=?",
+        (session_id,),
+    ).fetchone()
+    if row:
+        facts.title = str(row[0]) or _title_from(conn, session_id, str(row[1]))
+        facts.first_ns, facts.cwd = int(row[2]), str(row[3])
+
+    def entries(where: str, limit: int) -> list[Entry]:
+        rows = conn.execute(
+            f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=? AND {where}"
+            " ORDER BY id DESC LIMIT ?",
+            (session_id, limit),
+        ).fetchall()
+        return [store.row_to_entry(r).entry for r in rows]
+
+    marks = ",".join(f"'{e}'" for e in _TOOL_EVENTS)
+    facts.tool_calls = entries(f"event IN ({marks})", RECENT_TOOL_CALLS)
+    facts.file_events = entries("files<>'' AND event IN ('tool_use','tool_result')", 400)
+    facts.failures = entries("event IN ('tool_failure','tool_result')", 400)
+    prompt = entries("event='prompt'", 1)
+    facts.last_prompt = prompt[0].text if prompt else ""
+    summary = entries("event IN ('post_compact','compact_summary') AND text<>''", 1)
+    facts.compact_summary = summary[0].text if summary else ""
+    facts.running_agents = [
+        (str(r[0]), str(r[1]), str(r[2]))
+        for r in conn.execute(
+            "SELECT agent_id, agent_type, description FROM agents WHERE session_id=?"
+            " AND status='running' ORDER BY last_ns DESC LIMIT 5",
+            (session_id,),
+        )
+    ]
+    facts.todos = session_todos(conn, session_id)
+    last = conn.execute(
+        "SELECT id, event FROM entries WHERE session_id=? AND event<>'session_start'"
+        " ORDER BY id DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    if last:
+        facts.watermark, facts.last_event = int(last[0]), str(last[1])
+    newest = conn.execute(
+        "SELECT max(ts_ns) FROM entries WHERE session_id=?"
+        " AND hook_event NOT IN ('SessionStart','PostCompact','Notification')",
+        (session_id,),
+    ).fetchone()
+    facts.covers_ns = int(newest[0] or 0) if newest else 0
+    return facts
+
+
+# --- pure decisions ---------------------------------------------------------------------
+
+
+def confidence_of(facts: SessionFacts) -> tuple[str, str]:
+    """(confidence, detection method): high after recent edits, medium after reads or with an
+    agent in flight, low otherwise (seed 003, over the last RECENT_TOOL_CALLS tool calls)."""
+    recent = [e for e in facts.tool_calls if e.event == "tool_result"]
+    if any(e.tool_name in EDIT_TOOLS for e in recent):
+        return "high", "index:recent_edits"
+    if any(e.tool_name in _READ_TOOLS for e in recent):
+        return "medium", "index:recent_reads"
+    if facts.running_agents:
+        return "medium", "index:agent_in_flight"
+    return "low", "index:no_recent_file_activity"
+
+
+def rank_files(file_events: list[Entry], limit: int = MAX_FILES) -> tuple[list[str], set[str]]:
+    """(edited files newest first, then read ones, at most `limit`; the edited ones).
+
+    A file keeps its place whether or not it exists on disk now (deleted, renamed, or on
+    another filesystem): the caller marks missing ones instead of dropping them.
+    """
+    edited: dict[str, None] = {}
+    read: dict[str, None] = {}
+    for e in file_events:
+        for name in e.files:
+            path = name if os.path.isabs(name) or not e.cwd else os.path.join(e.cwd, name)
+            (edited if e.tool_name in EDIT_TOOLS else read).setdefault(path, None)
+    ranked = [*edited, *(p for p in read if p not in edited)][:limit]
+    return ranked, {p for p in ranked if p in edited}
+
+
+def open_failures_of(facts: SessionFacts, memory: Memory | None) -> list[FailureNote]:
+    """Unresolved failures: the summarizer's memory (this session's first), then the session's
+    own failures the memory does not cover yet (it lags until the next compaction)."""
+    notes: list[FailureNote] = []
+    if memory is not None:
+        mine = [f for f in memory.failures if not f.resolved and f.session_id == facts.session_id]
+        other = [f for f in memory.failures if not f.resolved and f.session_id != facts.session_id]
+        chosen = sorted(mine, key=lambda f: -f.score) + sorted(other, key=lambda f: -f.score)
+        notes = [
+            FailureNote(
+                clean_line(f.description, 200),
+                f.tool,
+                f.count,
+                _error_gist(f.last_error),
+                clean_line(f.prevention, 200),
+            )
+            for f in chosen[:5]
+        ]
+    known = {n.description for n in notes} | {
+        f.command for f in (memory.failures if memory else [])
+    }
+    # A failure is open until a later successful call with the same command or description.
+    # Cascades (a sibling call cancelled, a user interrupt) are folded into their cause.
+    resolved: set[tuple[str, str]] = set()
+    own: dict[tuple[str, str], FailureNote] = {}
+    for e in facts.failures:  # newest first
+        key = (e.tool_name, _command(e) or e.description)
+        if e.event == "tool_result":
+            resolved.add(key)
+        elif _is_cascade(e.error):
+            continue
+        elif key not in resolved and key[1] not in known:
+            note = own.get(key)
+            if note is None:
+                own[key] = FailureNote(
+                    clean_line(key[1], 200), e.tool_name, 1, _error_gist(e.error)
+                )
+            else:
+                note.count += 1
+    return (notes + list(own.values()))[:5]
+
+
+def build_state(
+    facts: SessionFacts,
+    trigger: str,
+    project_dir: str,
+    memory: Memory | None,
+    now_ns: int,
+    exists: Any = os.path.isfile,
+) -> ResumeState:
+    """The resume state of a session from its facts (pure apart from `exists`)."""
+    level, method = confidence_of(facts)
+    files, edited = rank_files(facts.file_events)
+    todos = open_todos(facts.todos)
+    current = next((t for t in todos if t.status == "in_progress"), None)
+    decisions: list[str] = []
+    constraints: list[str] = []
+    if memory is not None:
+        # A request or Claude Code's summary counts only where it states a decision outright
+        # ("decided", "going with"): a user's task description is not a decision.
+        stated = [
+            d
+            for d in memory.decisions
+            if not d.source
+            or set(d.source.split(",")) - {"user_prompt", "compact_summary"}
+            or STRONG_DECISION_RE.search(d.decision)
+        ]
+        ranked = sorted(stated, key=lambda d: -d.score)
+        decisions = [clean_line(d.decision, 300) for d in ranked[:5]]
+        constraints = [c.description for c in memory.constraints if c.active][:10]
+    calls = [
+        ToolCall(
+            tool=e.tool_name,
+            file=e.files[0] if e.files else _clip(_command(e) or e.description, 160),
+            timestamp=iso_utc(e.ts_ns),
+            agent=e.agent_id,
+            ok=e.event not in ("tool_failure", "agent_failed"),
+        )
+        for e in [c for c in facts.tool_calls if c.tool_name not in _QUIET_TOOLS][:MAX_TOOL_CALLS]
+    ]
+    agents = [
+        f"{a} ({t})" + (f": {_clip(d, 160)}" if d else "") for a, t, d in facts.running_agents
+    ]
+    return ResumeState(
+        session_id=facts.session_id,
+        trigger=trigger,
+        active_project=os.path.basename(project_dir.rstrip("/")) or project_dir,
+        active_agent=facts.running_agents[0][0] if facts.running_agents else "main",
+        confidence=level,
+        detection_method=method,
+        created_at=iso_utc(now_ns),
+        title=facts.title,
+        started_at=iso_utc(facts.first_ns) if facts.first_ns else "",
+        last_tool_calls=calls,
+        files_to_load=files,
+        edited_files=[p for p in files if p in edited],
+        missing_files=[p for p in files if not exists(p)],
+        current_task=current,
+        open_todos=todos,
+        open_failures=open_failures_of(facts, memory),
+        decisions=decisions,
+        constraints=constraints,
+        agents_in_flight=agents,
+        next_action=_clip(clean_text(facts.last_prompt).strip(), 2000),
+        compact_summary=clean_text(unwrap_summary(facts.compact_summary)),
+        watermark=facts.watermark,
+        covers_ns=facts.covers_ns,
+    )
+
+
+def _title_from(conn: sqlite3.Connection, session_id: str, first_prompt: str) -> str:
+    """The first request that says what the work is (not "continue" or a slash command)."""
+    prompts = [first_prompt] + [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT text FROM entries WHERE session_id=? AND event='prompt' ORDER BY id LIMIT 20",
+            (session_id,),
+        )
+    ]
+    for prompt in prompts:
+        line = clean_line(prompt.strip().split("\n", 1)[0], 200)
+        if is_meaningful_request(line):
+            return _shorten(line)
+    return ""
+
+
+def _shorten(text: str, limit: int = 80) -> str:
+    line = " ".join(text.strip().split("\n", 1)[0].split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _command(e: Entry) -> str:
+    """A Bash call's command line (from the stored tool input), else ""."""
+    if e.tool_name != "Bash" or not bytes(e.detail):
+        return ""
+    try:
+        detail = _ANY.decode(bytes(e.detail))
+    except (msgspec.DecodeError, ValueError):
+        return ""
+    tool_input = detail.get("input") if isinstance(detail, dict) else None
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    return " ".join(command.split()) if isinstance(command, str) else ""
+
+
+def _is_cascade(error: str) -> bool:
+    head = error.strip().lower()[:200]
+    return any(head.startswith(c) or c in head.split("\n", 1)[0] for c in _CASCADE)
+
+
+def _error_gist(error: str) -> str:
+    """`exit N: <first meaningful error line>`, one line."""
+    first = error.strip().split("\n", 1)[0]
+    code = first[len("Exit code ") :].strip() if first.startswith("Exit code ") else ""
+    line = first_error_line(error)
+    gist = f"exit {code}: {line}" if code and line else f"exit {code}" if code else line
+    return clean_line(gist, 240)

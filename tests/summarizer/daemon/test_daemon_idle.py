@@ -1,0 +1,136 @@
+"""An idle daemon sleeps: counted ingest passes, never a busy loop (no timed assertion).
+
+The daemon's own reads of the spool (opened / closed_no_write notifications) once woke it for
+the next pass, which read the spool again: a loop that used a whole core with nothing to do.
+The daemon counts its passes and its skipped rescans in daemon.json; over an idle window the
+count must stay within what the rescan interval allows.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from helpers import REPO, clean_env, hook_env, payload, poll, query, run_hook
+
+from indexer.paths import StatePaths
+from summarizer.daemon.service import ACTIVE_WINDOW_S
+
+RESCAN_S = 0.5
+IDLE_WINDOW_S = 5.0
+CONFIG = f"""
+[daemon]
+rescan_interval_s = {RESCAN_S}
+heartbeat_interval_s = 0.2
+"""
+
+
+def _heartbeat(paths: StatePaths, proc: subprocess.Popen[bytes]) -> dict[str, Any] | None:
+    assert proc.poll() is None, "the daemon exited"
+    try:
+        return dict(json.loads(paths.daemon_json.read_bytes()))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _indexed(state: Path, tool_use_id: str) -> bool:
+    try:
+        return bool(query(state, "SELECT 1 FROM entries WHERE tool_use_id=?", (tool_use_id,)))
+    except Exception:  # the index does not exist yet
+        return False
+
+
+def test_an_idle_daemon_runs_no_more_passes_than_the_rescan_interval_allows(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    paths = StatePaths(state)
+    paths.ensure()
+    paths.config.write_text(CONFIG)
+    # One spooled event, as in the report that found the busy loop.
+    done = run_hook(payload(tool_name="Bash", tool_use_id="toolu_idle1"), hook_env(state))
+    assert done.returncode == 0
+    with (tmp_path / "daemon.stderr").open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "summarizer.cli.app", "run", "--state-dir", str(state)],
+            env=clean_env(PYTHONPATH=str(REPO)),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        poll(lambda: _indexed(state, "toolu_idle1"), timeout=30)
+        # Settled: the startup compaction has published its files and a heartbeat followed.
+        poll((paths.context / "running-summary.json").exists, timeout=60)
+
+        # After new lines the daemon polls briefly at a short interval (more usually follow);
+        # the idle window starts once that moment is over.
+        def quiet_beat() -> dict[str, Any] | None:
+            beat = _heartbeat(paths, proc)
+            if not beat or not beat["last_lines_at"]:  # written before the event was indexed
+                return None
+            if beat["heartbeat"] - beat["last_lines_at"] > 2 * ACTIVE_WINDOW_S:
+                return beat
+            return None
+
+        first = poll(quiet_beat, timeout=60, interval=0.1)
+
+        def after_window() -> dict[str, Any] | None:
+            beat = _heartbeat(paths, proc)
+            if beat and beat["heartbeat"] - first["heartbeat"] >= IDLE_WINDOW_S:
+                return beat
+            return None
+
+        last = poll(after_window, timeout=120, interval=0.1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    window_s = last["heartbeat"] - first["heartbeat"]  # the daemon's own clock
+    allowed = int(window_s / RESCAN_S) + 2
+    passes = last["passes"] - first["passes"]
+    checks = passes + last["skipped"] - first["skipped"]
+    assert passes <= allowed, (passes, window_s, last)
+    assert checks <= allowed, (checks, window_s, last)
+    assert last["lag_lines"] == 0
+
+
+def test_interval_compactions_skip_when_nothing_is_new_and_an_idle_daemon_drops_the_tokenizer(
+    tmp_path: Path,
+) -> None:
+    from indexer.config import Config
+    from indexer.writer import open_writer, writer_lock
+    from summarizer.common import tokens
+    from summarizer.daemon.jobs import CompactionJobs
+    from summarizer.daemon.service import Daemon
+
+    state = tmp_path / "state"
+    paths = StatePaths(state)
+    paths.ensure()
+    run_hook(payload(tool_name="Bash", tool_use_id="toolu_job1"), hook_env(state))
+    daemon = Daemon(paths, Config())
+    with writer_lock(paths):
+        daemon.writer = open_writer(paths, daemon.config)
+        jobs = CompactionJobs(daemon)
+        try:
+            daemon.writer.pass_once()
+            jobs.request("startup")  # no scheduler: only records the reason
+            jobs._job()
+            assert (jobs.runs, jobs.skipped) == (1, 0)
+            jobs._release_tokenizer_when_idle()
+            assert tokens._COUNTERS  # kept while compactions may follow
+            jobs.tokenizer_idle_s = 0.0  # as if the daemon had been idle long enough
+            jobs._release_tokenizer_when_idle()
+            assert tokens._COUNTERS == {}
+            jobs._job()  # an interval run with nothing new: the tokenizer is not loaded again
+            assert (jobs.runs, jobs.skipped) == (1, 1)
+            assert tokens._COUNTERS == {}
+            run_hook(payload(tool_name="Bash", tool_use_id="toolu_job2"), hook_env(state))
+            assert daemon.writer.pass_once().entries == 1
+            jobs._job()
+            assert (jobs.runs, jobs.skipped) == (2, 1)
+        finally:
+            jobs.stop()
+            daemon.writer.close()
