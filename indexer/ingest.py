@@ -8,25 +8,16 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-
-import msgspec
 
 from indexer import store
 from indexer.attribution import AgentRegistry
 from indexer.config import Config
 from indexer.decoded import unescape
-from indexer.models import Entry, Envelope, HookPayload
-from indexer.normalize import PayloadError, normalize
-from indexer.paths import StatePaths, is_valid_session_id
-from indexer.redact import redact_entry, redact_text
-from indexer.spool import (
-    LineError,
-    RawLine,
-    decode_envelope,
-    is_segment_name,
-    split_lines,
-)
+from indexer.ingest_lines import Batch, IngestStats, guarded_line
+from indexer.paths import StatePaths
+from indexer.redact import redact_text
+from indexer.session_catalog import SessionDelta, add_to_session, update_session
+from indexer.spool import is_segment_name, split_lines
 from indexer.store import StoredEntry
 from indexer.tailer import (
     HEAD_BYTES,
@@ -39,48 +30,14 @@ from indexer.tailer import (
     read_chunk,
 )
 
+# The writer and the daemon take both from here, the module that produces them.
+__all__ = ["IngestStats", "Ingestor"]
+
 log = logging.getLogger("ctxd.ingest")
-_PAYLOAD = msgspec.json.Decoder(HookPayload)
 # A quarantined line keeps enough to diagnose it (the spool keeps the rest while it lasts),
 # redacted before it is cut so that no key is cut below what its rule recognises.
 _QUARANTINE_SCAN_BYTES = 1 << 16
 _QUARANTINE_RAW_CHARS = 4096
-
-
-@dataclass
-class IngestStats:
-    """What one pass did (counts are of this pass only)."""
-
-    lines: int = 0
-    entries: int = 0
-    duplicates: int = 0
-    quarantined: int = 0
-    anomalies: int = 0
-    bytes: int = 0
-    inserted: list[StoredEntry] = field(default_factory=list)
-
-    def add(self, other: IngestStats) -> None:
-        self.lines += other.lines
-        self.entries += other.entries
-        self.duplicates += other.duplicates
-        self.quarantined += other.quarantined
-        self.anomalies += other.anomalies
-        self.bytes += other.bytes
-        self.inserted.extend(other.inserted)
-
-
-@dataclass
-class _SessionDelta:
-    first_ns: int
-    last_ns: int
-    cwd: str = ""
-    title: str = ""
-    first_prompt: str = ""
-    events: int = 0
-    failures: int = 0
-    status: str = ""
-    end_reason: str = ""
-    compactions: int = 0
 
 
 class Ingestor:
@@ -199,13 +156,13 @@ class Ingestor:
             consumed = lines[-1].offset + len(lines[-1].data) + 1 - state.offset
         if not lines:
             return self._tail_without_newline(fd, state, size, chunk, now)
-        batch = _Batch(state)
+        batch = Batch(state)
         try:
             with store.transaction(self.conn):
                 line_no = state.line_no
                 for raw in lines:
                     line_no += 1
-                    self._guarded_line(batch, raw, line_no)
+                    guarded_line(batch, raw, line_no, cfg, self.registry)
                 self._store(batch)
                 self.registry.flush()
                 new_offset = state.offset + consumed
@@ -294,71 +251,7 @@ class Ingestor:
             return True  # digits that are no date (month 13): no hook writes that name
         return now >= hour_start + 3600
 
-    # --- one line ---------------------------------------------------------------------------
-
-    def _guarded_line(self, batch: _Batch, raw: RawLine, line_no: int) -> None:
-        """_ingest_line, with any failure of this one line quarantined (I6).
-
-        Only the database failing stops a pass: anything else one line can trigger (a bug in
-        normalization, attribution or redaction included) must not block every later line.
-        """
-        try:
-            self._ingest_line(batch, raw, line_no)
-        except sqlite3.Error:
-            raise
-        except Exception as e:  # one line must never stop ingest
-            log.exception("quarantined %s line %d after an error", batch.state.name, line_no)
-            batch.quarantine(raw.offset, line_no, f"{type(e).__name__}: {e}", raw.data)
-
-    def _ingest_line(self, batch: _Batch, raw: RawLine, line_no: int) -> None:
-        batch.stats.lines += 1
-        data = raw.data
-        if not data.strip():
-            return  # the separator a hook adds after a torn fragment
-        if len(data) > self.config.ingest.max_line_bytes:
-            # A long line that fits in one read chunk (batch_bytes > max_line_bytes) must be
-            # judged like one that does not: quarantined whatever the chunk boundaries.
-            error = f"line exceeds [ingest] max_line_bytes ({len(data)} bytes)"
-            batch.quarantine(raw.offset, line_no, error, data)
-            return
-        try:
-            env = decode_envelope(data)
-        except LineError as e:
-            # A torn fragment (hook killed mid-write) is a line of its own: the next hook
-            # starts on a fresh line (I2). Nothing inside a line is salvaged as a record, so
-            # a payload cannot forge an envelope.
-            batch.quarantine(raw.offset, line_no, str(e), data)
-            return
-        self._ingest_envelope(batch, raw.offset, line_no, env)
-
-    def _ingest_envelope(self, batch: _Batch, offset: int, line_no: int, env: Envelope) -> None:
-        try:
-            payload = _PAYLOAD.decode(env.event)
-            entry = normalize(
-                payload,
-                ts_ns=env.ts_ns,
-                pid=env.pid,
-                file_id=batch.state.file_id,
-                offset=offset,
-                line_no=line_no,
-                max_text_chars=self.config.ingest.max_text_chars,
-                max_detail_bytes=self.config.ingest.max_detail_bytes,
-            )
-            if not is_valid_session_id(entry.session_id):
-                raise PayloadError(f"session_id {entry.session_id[:80]!r} is not a valid id")
-            _check_utf8(bytes(entry.detail))
-        except UnicodeDecodeError as e:
-            error = f"bad hook payload: not valid UTF-8 ({e.reason} at byte {e.start})"
-            batch.quarantine(offset, line_no, error, bytes(env.event))
-            return
-        except (msgspec.DecodeError, ValueError) as e:
-            batch.quarantine(offset, line_no, f"bad hook payload: {e}", bytes(env.event))
-            return
-        # Redacted before attribution: the agent table keeps the entry's description.
-        batch.pending.append((self.registry.attribute(redact_entry(entry)), payload))
-        batch.sources[offset] = env.event
-
-    def _store(self, batch: _Batch) -> None:
+    def _store(self, batch: Batch) -> None:
         """Insert the batch's entries and quarantined lines; update the session catalog."""
         # An agent relinked later in this batch must own the batch's earlier entries too.
         batch.pending = [(self.registry.current(e), p) for e, p in batch.pending]
@@ -384,13 +277,13 @@ class Ingestor:
         if self.keep_inserted:
             stats.inserted.extend(inserted)
         payloads = {(e.ts_ns, e.pid): p for e, p in batch.pending}
-        deltas: dict[str, _SessionDelta] = {}
+        deltas: dict[str, SessionDelta] = {}
         for se in inserted:
-            _add_to_session(deltas, se.entry, payloads[(se.entry.ts_ns, se.entry.pid)])
+            add_to_session(deltas, se.entry, payloads[(se.entry.ts_ns, se.entry.pid)])
         for session_id, d in deltas.items():
-            self._update_session(session_id, d)
+            update_session(self.conn, session_id, d)
 
-    def _insert(self, batch: _Batch) -> tuple[list[StoredEntry], int]:
+    def _insert(self, batch: Batch) -> tuple[list[StoredEntry], int]:
         """Insert the batch's entries; return those stored and how many could not be.
 
         One statement for the whole batch; if a value cannot be bound (a bug upstream let an
@@ -420,78 +313,6 @@ class Ingestor:
         self.conn.execute("RELEASE entries")
         return inserted, failed
 
-    def _update_session(self, session_id: str, d: _SessionDelta) -> None:
-        self.conn.execute(
-            "INSERT INTO sessions(session_id, first_ns, last_ns, cwd, title, first_prompt, events,"
-            " failures, status, end_reason, compactions) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-            " ON CONFLICT(session_id) DO UPDATE SET first_ns=min(first_ns, excluded.first_ns),"
-            " last_ns=max(last_ns, excluded.last_ns),"
-            " cwd=CASE WHEN excluded.cwd<>'' THEN excluded.cwd ELSE cwd END,"
-            " title=CASE WHEN excluded.title<>'' THEN excluded.title ELSE title END,"
-            " first_prompt=CASE WHEN first_prompt='' THEN excluded.first_prompt"
-            " ELSE first_prompt END, events=events+excluded.events,"
-            " failures=failures+excluded.failures,"
-            " status=CASE WHEN excluded.status<>'' THEN excluded.status ELSE status END,"
-            " end_reason=CASE WHEN excluded.status='ended' THEN excluded.end_reason"
-            " WHEN excluded.status='active' THEN '' ELSE end_reason END,"
-            " compactions=compactions+excluded.compactions",
-            (
-                session_id,
-                d.first_ns,
-                d.last_ns,
-                d.cwd,
-                d.title,
-                d.first_prompt,
-                d.events,
-                d.failures,
-                d.status,
-                d.end_reason,
-                d.compactions,
-            ),
-        )
-
-
-_STATUS_BY_EVENT = {
-    "session_start": "active",
-    "prompt": "active",
-    "session_end": "ended",
-    "pre_compact": "compacted",
-    "post_compact": "compacted",
-}
-
-
-def _add_to_session(deltas: dict[str, _SessionDelta], e: Entry, p: HookPayload) -> None:
-    d = deltas.get(e.session_id)
-    if d is None:
-        d = deltas[e.session_id] = _SessionDelta(e.ts_ns, e.ts_ns)
-    d.first_ns = min(d.first_ns, e.ts_ns)
-    d.last_ns = max(d.last_ns, e.ts_ns)
-    d.events += 1
-    d.cwd = e.cwd or d.cwd
-    d.title = redact_text(p.session_title) if p.session_title else d.title
-    if e.event == "prompt" and not d.first_prompt:
-        d.first_prompt = e.text[:500]
-    d.failures += e.event in ("tool_failure", "agent_failed")
-    d.compactions += e.event == "post_compact"
-    status = _STATUS_BY_EVENT.get(e.event, "")
-    if status:
-        d.status = status
-        d.end_reason = p.reason if status == "ended" else ""
-
-
-class _Batch:
-    """The entries, quarantined lines and counts of one transaction."""
-
-    def __init__(self, state: FileState) -> None:
-        self.state = state
-        self.stats = IngestStats()
-        self.pending: list[tuple[Entry, HookPayload]] = []
-        self.sources: dict[int, msgspec.Raw] = {}  # offset -> raw event, for a late quarantine
-        self.quarantined: list[tuple[int, int, str, bytes]] = []
-
-    def quarantine(self, offset: int, line_no: int, error: str, data: bytes) -> None:
-        self.quarantined.append((offset, line_no, error, data))
-
 
 def quarantine_raw(data: bytes) -> bytes:
     """What the quarantine keeps of a bad line: its start, decoded and redacted, then capped."""
@@ -505,20 +326,6 @@ def quarantine_raw(data: bytes) -> bytes:
         return kept.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a lone surrogate from a JSON escape
         return kept.encode("utf-8", "surrogatepass")
-
-
-def _check_utf8(raw: bytes) -> None:
-    """Reject invalid UTF-8 in raw JSON that is stored as is (`detail`).
-
-    msgspec validates every string it decodes but not the bytes of a Raw member: invalid UTF-8
-    there would be stored and break every later decode of it. Only the stored raw part needs
-    the check, which keeps it off the rest of the (often large) line.
-    """
-    if not raw.isascii():
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise PayloadError(f"event is not valid UTF-8 ({e.reason} at byte {e.start})") from e
 
 
 def _replace_partial(state: FileState, now: float, pending: int) -> FileState:
