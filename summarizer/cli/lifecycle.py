@@ -21,7 +21,7 @@ from indexer.hook import HOOK_FAILURES, failure_count
 from indexer.paths import StatePaths
 from indexer.writer import is_locked, lag
 from summarizer.cli.index import daemon_info, state_paths
-from summarizer.resume.hook import autostart
+from summarizer.resume.spawn import autostart
 
 __all__ = [
     "Check",

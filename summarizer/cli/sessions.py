@@ -99,7 +99,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def _preview(state_dir: Path, session_id: str, source: str, transcript: str | None) -> int:
     """Print what SessionStart(`source`) would hand back now (stdout) and why (stderr)."""
     from summarizer.resume.handback import last_transcript
-    from summarizer.resume.hook import plan_session_start, read_settings
+    from summarizer.resume.hook import plan_session_start
+    from summarizer.resume.hook_settings import read_settings
 
     folder = state_dir / "resume" / session_id
     event = {

@@ -11,7 +11,7 @@ import os
 import time
 
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
-from summarizer.resume.fastjson import encode_string, loads
+from summarizer.resume.fastjson import loads
 from summarizer.resume.files import (
     CLEAR_HANDOFF_S,
     CONSUMED_FILE,
@@ -25,13 +25,17 @@ from summarizer.resume.files import (
     lock_folder,
     running_summary_text,
 )
+from summarizer.resume.hook_output import cap, hook_output
+from summarizer.resume.hook_settings import HookSettings, read_settings
+from summarizer.resume.spawn import autostart, spawn_detached
 
 # typing costs ~5 ms to import; this constant is the idiom type checkers understand.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import subprocess
     from typing import Any
 
+# The hook script may import from this module only (its one door into summarizer), so the
+# settings and the detached spawn it needs are re-exported here.
 __all__ = [
     "CLEAR_HANDOFF_S",
     "CONSUMED_FILE",
@@ -42,42 +46,17 @@ __all__ = [
     "STARTUP_FILE",
     "STARTUP_MAX_CHARS",
     "STATE_FILE",
-    "HookSettings",
-    "autostart",
     "claim_context",
-    "hook_output",
     "lock_folder",
     "plan_session_start",
     "read_settings",
     "running_summary_text",
     "session_start_output",
-    "spawn_daemon",
     "spawn_detached",
     "take_context",
 ]
 
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-_SPAWNED: list[Any] = []  # keeps Popen objects alive: no ResourceWarning in long-lived callers
-
-
-class HookSettings:
-    """The config keys the hook reads (defaults as in config.toml)."""
-
-    def __init__(self, doc: dict[str, Any] | None = None) -> None:
-        resume = _table(doc, "resume")
-        daemon = _table(doc, "daemon")
-        inject_on = resume.get("inject_on", ["compact", "resume", "clear"])
-        self.inject_on = (
-            [s for s in inject_on if isinstance(s, str)] if isinstance(inject_on, list) else []
-        )
-        self.inject_on_startup = resume.get("inject_on_startup", True) is True
-        timeout = resume.get("build_timeout_s", 3.0)
-        self.build_timeout_s = float(timeout) if isinstance(timeout, int | float) else 3.0
-        max_chars = resume.get("max_chars", MAX_CONTEXT_CHARS)
-        valid = isinstance(max_chars, int) and 0 < max_chars <= MAX_CONTEXT_CHARS
-        self.max_chars = max_chars if valid else MAX_CONTEXT_CHARS
-        self.autostart = daemon.get("autostart") is True
-        self.prebuild = resume.get("prebuild", True) is True
 
 
 def session_start_output(payload: bytes, state_dir: str) -> str:
@@ -171,31 +150,6 @@ def plan_session_start(
     return text, f"{why} ({how})", origin
 
 
-def hook_output(text: str, max_chars: int = MAX_CONTEXT_CHARS) -> str:
-    """`{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}`."""
-    context = _cap(text, max_chars).encode("utf-8", "replace").decode("utf-8")
-    return (
-        '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":'
-        + encode_string(context)
-        + "}}\n"
-    )
-
-
-def read_settings(state_dir: str) -> HookSettings:
-    """The hook's settings from `<state_dir>/config.toml`; defaults if missing or invalid."""
-    try:
-        with open(os.path.join(state_dir, "config.toml"), "rb") as f:
-            data = f.read()
-    except OSError:
-        return HookSettings()
-    try:
-        from summarizer.resume.hook_config import parse_settings
-
-        return HookSettings(dict(parse_settings(data.decode("utf-8"))))
-    except (ValueError, UnicodeDecodeError):
-        return HookSettings()  # `ctxd doctor` reports a bad config; the hook must not fail
-
-
 def claim_context(
     folder: str, *, newer_than_ns: int = 0, must_be_session_end: bool = False
 ) -> str | None:
@@ -237,68 +191,6 @@ def claim_context(
         return read_nofollow(consumed).decode("utf-8")
     except (OSError, ValueError):
         return ""
-
-
-def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
-    """Start `ctxd run` detached unless a daemon holds (or is taking) the lock; never waits.
-
-    Returns the started process, or None when none was started (or starting failed).
-    """
-    try:
-        import fcntl
-
-        from indexer.locks import lock_is_held
-
-        if lock_is_held(os.path.join(state_dir, "daemon.lock")):
-            return None
-        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-        guard = os.open(os.path.join(state_dir, "autostart.lock"), flags, 0o600)
-        try:
-            try:
-                fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return None  # another hook is starting it, or its daemon still runs
-            if lock_is_held(os.path.join(state_dir, "daemon.lock")):
-                return None
-            # The daemon inherits the guard, so the flock stays held for its whole life:
-            # concurrent hooks see it and spawn nothing while it starts or runs.
-            return spawn_daemon(state_dir, pass_fds=(guard,))
-        finally:
-            os.close(guard)
-    except Exception:
-        return None
-
-
-def spawn_daemon(state_dir: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
-    """Run `ctxd run --state-dir …` in a new session with stdio on /dev/null."""
-    proc = spawn_detached(["summarizer.cli.app", "run", "--state-dir", state_dir], pass_fds)
-    _SPAWNED.append(proc)
-    return proc
-
-
-def spawn_detached(
-    module_argv: list[str], pass_fds: tuple[int, ...] = ()
-) -> subprocess.Popen[bytes]:
-    """Run `python -m <module_argv>` from this checkout in a new session, stdio on /dev/null."""
-    import subprocess
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    # stdout/stderr on /dev/null: a child holding the hook's pipes makes Claude Code wait
-    # for it (hooks reference §7 #7).
-    return subprocess.Popen(
-        [sys.executable, "-m", *module_argv],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=root,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-        pass_fds=pass_fds,
-    )
 
 
 # --- private ----------------------------------------------------------------------------
@@ -468,7 +360,7 @@ def _startup_text(state_dir: str) -> str:
     if is_plain_dir(context) is not True:
         return ""  # missing, or a symlink in the state dir: never read through it
     try:
-        return _cap(read_nofollow(os.path.join(context, STARTUP_FILE)).decode(), STARTUP_MAX_CHARS)
+        return cap(read_nofollow(os.path.join(context, STARTUP_FILE)).decode(), STARTUP_MAX_CHARS)
     except (OSError, ValueError):
         return ""
 
@@ -481,28 +373,3 @@ def _valid_id(value: object) -> bool:
         and value[0] not in "._-"
         and all(c in _ID_CHARS for c in value)
     )
-
-
-def _table(doc: dict[str, Any] | None, name: str) -> dict[str, Any]:
-    value = doc.get(name) if isinstance(doc, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
-def _cap(text: str, max_chars: int) -> str:
-    """`text` within `max_chars` UTF-16 units (how Claude Code counts), cut at a line end."""
-    if len(text) <= max_chars // 2 or _utf16_len(text) <= max_chars:
-        return text
-    units = 0
-    end = len(text)
-    for i, ch in enumerate(text):
-        units += 2 if ord(ch) > 0xFFFF else 1
-        if units > max_chars:
-            end = i
-            break
-    cut = text[:end]
-    line_end = cut.rfind("\n")
-    return cut[:line_end] if line_end > max_chars // 2 else cut
-
-
-def _utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2

@@ -26,7 +26,7 @@ from resume_story import (
 
 from summarizer.cli.sessions import default_config_text
 from summarizer.common.tokens import get_counter
-from summarizer.resume import fastjson
+from summarizer.resume import fastjson, hook_output
 from summarizer.resume import hook as resume_hook
 from summarizer.resume.hook_config import WANTED, _fast, parse_settings
 from summarizer.resume.spool_tail import newest_event_ns
@@ -257,9 +257,9 @@ def test_session_start_output_never_raises(tmp_path: Path) -> None:
 
 def test_cap_counts_utf16_like_claude_code() -> None:
     text = "😀" * 6000  # 12,000 UTF-16 units
-    capped = resume_hook._cap(text, MAX_CHARS)
+    capped = hook_output.cap(text, MAX_CHARS)
     assert len(capped.encode("utf-16-le")) // 2 <= MAX_CHARS
-    out = json.loads(resume_hook.hook_output("a\n" * 8000))
+    out = json.loads(hook_output.hook_output("a\n" * 8000))
     assert len(out["hookSpecificOutput"]["additionalContext"]) <= MAX_CHARS
 
 
