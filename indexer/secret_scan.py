@@ -20,7 +20,7 @@ _SECRET_GROUPS = ("s", "s2", "s3")
 # the run pattern is anchored on the character before the run, so it matches once per run.
 HIDDEN = len(RULES)
 _RUN_ID = HIDDEN + 1
-# The gates of the earlier rules in indexer.redact (`may_contain_secret`), in the same pass:
+# The gates of the earlier rules in indexer.redact_raw (`may_contain_secret`), in the same pass:
 # (pattern, caseless). A superset of each gate, so the pass never hides a line from them.
 LEGACY = _RUN_ID + 1
 _SEP = rb"""(?:\\?"|')?\s*[:=]"""

@@ -18,7 +18,8 @@ import pytest
 from helpers import CORPUS, hook_env, parse_envelope, query, run_cli, run_hook, spool_lines
 
 from indexer import hook
-from indexer.redact import may_contain_secret, redact_bytes, redact_text
+from indexer.redact import redact_text
+from indexer.redact_raw import may_contain_secret, redact_bytes
 
 HOOKS = CORPUS / "hooks"
 pytestmark = pytest.mark.skipif(
