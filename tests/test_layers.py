@@ -212,3 +212,20 @@ def test_public_entry_points_of_the_old_layout() -> None:
 
     assert summarizer.emit.emit is emit
     assert callable(summarizer.cli.main) and callable(main)
+
+
+_MAX_LINES = 400
+
+
+def test_no_module_over_400_lines_and_each_has_a_docstring() -> None:
+    too_long, undocumented = [], []
+    for mod, path in _modules().items():
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > _MAX_LINES:
+            too_long.append(f"{mod} ({len(text.splitlines())} lines)")
+        # A one-line summary, alone on its line (a longer explanation may follow a blank line).
+        lines = (ast.get_docstring(ast.parse(text)) or "").splitlines()
+        if text.strip() and (not lines or not lines[0].strip() or lines[1:2] not in ([], [""])):
+            undocumented.append(mod)
+    assert not too_long, f"modules over {_MAX_LINES} lines: {too_long}"
+    assert not undocumented, f"modules without a one-line docstring: {undocumented}"

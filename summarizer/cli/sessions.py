@@ -13,7 +13,7 @@ from indexer.config import load_config
 from indexer.errors import CtxdError
 from indexer.fileio import write_atomic
 from indexer.paths import StatePaths
-from summarizer.cli.lifecycle import project_root
+from summarizer.cli.doctor import project_root
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
 from summarizer.resume.sessions import (
