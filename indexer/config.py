@@ -113,9 +113,10 @@ def _validate(config: Config, source: str) -> None:
             "[summarizer] completions_trigger must be >= 1",
         ),
         (
-            config.summarizer.summary_max_tokens > 0 and config.summarizer.injection_budget > 0,
-            "[summarizer] summary_max_tokens and injection_budget must be > 0",
+            config.summarizer.summary_max_tokens > 0,
+            "[summarizer] summary_max_tokens must be > 0",
         ),
+        (config.summarizer.injection_budget > 0, "[summarizer] injection_budget must be > 0"),
         (
             config.summarizer.context_file_max_tokens > 0,
             "[summarizer] context_file_max_tokens must be > 0",
