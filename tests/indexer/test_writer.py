@@ -135,3 +135,25 @@ def test_index_replaced_reports_a_deleted_or_replaced_file(paths: StatePaths) ->
         assert writer.index_replaced() == f"{paths.index_db} was replaced by another file"
     finally:
         writer.close()
+
+
+@pytest.fixture
+def indexed(paths: StatePaths) -> None:
+    """An index holding one entry, made before any lock holder starts."""
+    _hook(paths, hook_event_name="Stop", last_assistant_message="first")
+    assert catch_up(paths).stats.entries == 1
+
+
+def test_with_a_lock_holder_an_index_level_with_the_spool_is_caught_up(
+    indexed: None, paths: StatePaths, holder: subprocess.Popen[str]
+) -> None:
+    result = catch_up(paths, wait_s=0.0)
+    assert (result.by_daemon, result.caught_up) == (True, True)
+
+
+def test_with_a_lock_holder_an_index_behind_the_spool_is_not_caught_up(
+    indexed: None, paths: StatePaths, holder: subprocess.Popen[str]
+) -> None:
+    _hook(paths, hook_event_name="Stop", last_assistant_message="second")
+    result = catch_up(paths, wait_s=0.0)
+    assert (result.by_daemon, result.caught_up) == (True, False)
