@@ -209,19 +209,10 @@ def _read_stdin() -> bytes:
 def _session_start(payload: bytes, base: str) -> None:
     # Only SessionStart may print (its stdout becomes context). The heavy lifting lives in
     # summarizer.resume.hook, imported only for this event.
-    head = payload[:4096].replace(b" ", b"")
-    if _SESSION_START_MARK not in head:
+    if _SESSION_START_MARK not in payload[:4096].replace(b" ", b""):
         return
     try:
-        if "site" not in sys.modules:  # running as `python -I -S hook.py`: enable site-packages
-            import site
-
-            site.main()
-        # `summarizer` ships beside `indexer`; as a script from a checkout that directory is
-        # not on sys.path (sys.path[0] is indexer/ itself).
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        if root not in sys.path:
-            sys.path.append(root)
+        _importable_summarizer()
         from summarizer.resume.hook import session_start_output
 
         text = session_start_output(payload, base)
@@ -232,36 +223,34 @@ def _session_start(payload: bytes, base: str) -> None:
         sys.stdout.flush()
 
 
-def _prebuild(base: str) -> None:
+def _prebuild(payload: bytes, base: str) -> None:
     # PreCompact: the compaction takes seconds, so build the notes now. A running daemon does
     # it on its own; otherwise start a detached builder (stdio on /dev/null, its own session,
     # so Claude Code does not wait for it).
-    try:
-        fd = os.open(os.path.join(base, "daemon.lock"), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return  # the daemon holds it
-        finally:
-            os.close(fd)
-    except FileNotFoundError:
-        pass
-    except OSError:
+    if _PRE_COMPACT_MARK not in payload[:4096].replace(b" ", b""):
         return
     try:
-        if "site" not in sys.modules:
-            import site
-
-            site.main()
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        if root not in sys.path:
-            sys.path.append(root)
+        _importable_summarizer()
+        from indexer.locks import lock_is_held
         from summarizer.resume.hook import read_settings, spawn_detached
 
-        if read_settings(base).prebuild:
+        if not lock_is_held(os.path.join(base, "daemon.lock")) and read_settings(base).prebuild:
             spawn_detached(["summarizer.daemon.prebuild", base])
     except Exception:
         pass
+
+
+def _importable_summarizer() -> None:
+    """Make `summarizer` (and the rest of `indexer`) importable from this script."""
+    if "site" not in sys.modules:  # running as `python -I -S hook.py`: enable site-packages
+        import site
+
+        site.main()
+    # `summarizer` ships beside `indexer`; as a script from a checkout that directory is
+    # not on sys.path (sys.path[0] is indexer/ itself).
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:
+        sys.path.append(root)
 
 
 def main() -> int:
@@ -283,10 +272,11 @@ def main() -> int:
             # Unwritable, missing or full state directory: fail open, never fail the agent,
             # but leave a trace that `ctxd status` and `ctxd doctor` can show.
             count_failure(base)
-        if safe and b"SessionStart" in payload[:4096]:
+        head = payload[:4096]
+        if safe and b"SessionStart" in head:
             _session_start(payload, base)
-        elif safe and _PRE_COMPACT_MARK in payload[:4096].replace(b" ", b""):
-            _prebuild(base)  # the build starts now, not when the compaction is over
+        elif safe and b"PreCompact" in head:
+            _prebuild(payload, base)  # the build starts now, not when the compaction is over
     except BaseException:
         pass
     return 0
