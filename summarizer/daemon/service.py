@@ -189,16 +189,15 @@ class Daemon:
                     with self.index_lock:
                         stats = self.writer.pass_once()
                         self.passes += 1
-                        offsets = {
-                            n: f.offset for n, f in store.active_files(self.writer.conn).items()
-                        }
+                        # Offsets are read only when the pass found no line to index.
+                        unread = bool(stats.lines) or has_unread(seen, self._offsets())
                     failures = 0
                 except Exception:
                     failures += 1
                     log.exception("ingest pass failed (%d in a row); retrying", failures)
                     time.sleep(min(30.0, 0.5 * 2**failures))
                     continue
-                last_seen, unread = seen, bool(stats.lines) or has_unread(seen, offsets)
+                last_seen = seen
             if stats.lines:
                 self.last_stats = stats
                 self.last_lines_at = time.time()
@@ -218,6 +217,10 @@ class Daemon:
             # for a moment instead of relying on notifications alone, then sleep.
             busy = time.monotonic() - last_lines < ACTIVE_WINDOW_S
             self.wake.wait(ACTIVE_POLL_S if busy else interval)
+
+    def _offsets(self) -> dict[str, int]:
+        assert self.writer is not None
+        return {n: f.offset for n, f in store.active_files(self.writer.conn).items()}
 
     def _heartbeat(self) -> None:
         assert self.writer is not None
