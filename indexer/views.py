@@ -82,27 +82,6 @@ def rebuild_all(conn: sqlite3.Connection, paths: StatePaths) -> int:
         return view_rebuild.rebuild(conn, paths)
 
 
-def _view_files(sessions: Path) -> list[Path]:
-    """The `<session>/<view>.jsonl` files under sessions, not looking through any symlink."""
-    found: list[Path] = []
-    if sessions.is_symlink():
-        return found
-    try:
-        with os.scandir(sessions) as top:
-            dirs = [e.path for e in top if e.is_dir(follow_symlinks=False)]
-    except (FileNotFoundError, NotADirectoryError):
-        return found
-    for folder in sorted(dirs):
-        with os.scandir(folder) as inner:
-            found += [
-                Path(e.path)
-                for e in inner
-                if e.name.endswith(".jsonl")
-                and (e.is_symlink() or e.is_file(follow_symlinks=False))
-            ]
-    return sorted(found)
-
-
 def last_seq(path: Path) -> int:
     """The seq of the last complete line of a view; cuts off a torn last line (crash)."""
     try:
