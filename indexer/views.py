@@ -7,10 +7,8 @@ and the index's bookkeeping never writes a line twice; a torn last line is cut o
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 
 from indexer import store, view_rebuild
 from indexer.paths import StatePaths
@@ -35,7 +33,6 @@ __all__ = [
     "append_after",
     "catch_up",
     "iso_utc",
-    "last_seq",
     "last_seq_of_fd",
     "rebuild_all",
     "view_files",
@@ -80,17 +77,3 @@ def rebuild_all(conn: sqlite3.Connection, paths: StatePaths) -> int:
         view_rebuild.request(conn)
     with store.transaction(conn):
         return view_rebuild.rebuild(conn, paths)
-
-
-def last_seq(path: Path) -> int:
-    """The seq of the last complete line of a view; cuts off a torn last line (crash)."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return 0
-    try:
-        return last_seq_of_fd(fd)
-    finally:
-        os.close(fd)
-
-
