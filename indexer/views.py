@@ -16,27 +16,21 @@ from indexer.store import StoredEntry
 from indexer.view_writer import (
     AGENT_INSTRUCTIONS,
     ALL_AGENT_INSTRUCTIONS,
-    INSTRUCTION_EVENTS,
     ViewWriter,
     append_after,
     iso_utc,
-    last_seq_of_fd,
     view_files,
-    view_line,
 )
 
 __all__ = [
     "AGENT_INSTRUCTIONS",
     "ALL_AGENT_INSTRUCTIONS",
-    "INSTRUCTION_EVENTS",
     "ViewWriter",
     "append_after",
     "catch_up",
     "iso_utc",
-    "last_seq_of_fd",
     "rebuild_all",
     "view_files",
-    "view_line",
 ]
 
 
