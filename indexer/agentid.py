@@ -8,6 +8,8 @@ import time
 import uuid
 from collections.abc import Callable
 
+from indexer.paths import RESERVED_VIEW_NAMES
+
 MAX_AGENT_ID_LEN = 64
 
 # The seed's pattern, with three changes a reviewer should know about:
@@ -27,11 +29,9 @@ AGENT_ID_RE: re.Pattern[str] = re.compile(
 _VALID_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9\-_]{0,62}[a-zA-Z0-9]", re.ASCII)
 _TYPE_BAD_RUN_RE = re.compile(r"[^a-z0-9_-]+", re.ASCII)
 
-# "main" is the orchestrator's view; the compatibility views and todos.json share the session
-# directory with the `<agent_id>.jsonl` views, so their stems may never be agent ids either.
-RESERVED_AGENT_IDS = frozenset(
-    {"main", "global", "system", "agent-instructions", "all-agent-instructions", "todos"}
-)
+# "main" is the orchestrator's view; the session directory's own files (RESERVED_VIEW_NAMES)
+# share it with the `<agent_id>.jsonl` views, so their stems may never be agent ids either.
+RESERVED_AGENT_IDS = frozenset({"main", "global", "system"}) | RESERVED_VIEW_NAMES
 
 # "-YYYYMMDD-HHMMSS-hash8" is 25 characters and disambiguate() may add "-999" (4 more), so the
 # agent-type part keeps at most 64 - 29 = 35 characters.

@@ -13,7 +13,6 @@ __all__ = [
     "base64_blobs",
     "base64_texts",
     "decode_base64",
-    "may_hide",
     "unescape",
 ]
 
@@ -36,11 +35,6 @@ _BASE64_BYTES = re.compile(_BASE64.pattern.encode())
 _MAX_BLOB_CHARS = 1 << 16
 _HEX = re.compile(r"[0-9a-fA-F]+=*")
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # what text does not hold
-
-
-def may_hide(data: bytes) -> bool:
-    """True if data holds an escape that may hide part of a key."""
-    return HIDING_ESCAPE.search(data) is not None
 
 
 def _one(m: re.Match[str]) -> str:

@@ -215,15 +215,8 @@ class Ingestor:
         self, fd: int, state: FileState, end: int, chunk: bytes, error: str, stats: IngestStats
     ) -> FileState:
         with store.transaction(self.conn):
-            store.insert_quarantine(
-                self.conn,
-                state.file_id,
-                state.name,
-                state.offset,
-                state.line_no + 1,
-                redact_text(error),  # an error may quote a bad value
-                quarantine_raw(chunk),
-                time.time_ns(),
+            _quarantine(
+                self.conn, state, state.offset, state.line_no + 1, error, chunk, time.time_ns()
             )
             state = FileState(
                 state.file_id,
@@ -258,16 +251,7 @@ class Ingestor:
         inserted, failed = self._insert(batch)
         now_ns = time.time_ns()
         for offset, line_no, error, data in batch.quarantined:
-            store.insert_quarantine(
-                self.conn,
-                batch.state.file_id,
-                batch.state.name,
-                offset,
-                line_no,
-                redact_text(error),  # an error may quote a bad value (an id)
-                quarantine_raw(data),
-                now_ns,
-            )
+            _quarantine(self.conn, batch.state, offset, line_no, error, data, now_ns)
         stats = batch.stats
         stats.quarantined += len(batch.quarantined)
         stats.entries += len(inserted)
@@ -312,6 +296,29 @@ class Ingestor:
                     batch.quarantine(e.offset, e.line_no, error, raw)
         self.conn.execute("RELEASE entries")
         return inserted, failed
+
+
+def _quarantine(
+    conn: sqlite3.Connection,
+    state: FileState,
+    offset: int,
+    line_no: int,
+    error: str,
+    data: bytes,
+    now_ns: int,
+) -> None:
+    """Store one bad line of `state`'s segment, its error and its start both redacted (an
+    error may quote a bad value, such as an id)."""
+    store.insert_quarantine(
+        conn,
+        state.file_id,
+        state.name,
+        offset,
+        line_no,
+        redact_text(error),
+        quarantine_raw(data),
+        now_ns,
+    )
 
 
 def quarantine_raw(data: bytes) -> bytes:

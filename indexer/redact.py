@@ -142,8 +142,8 @@ def redact_entry(entry: Entry) -> Entry:
     detail = bytes(entry.detail)
     texts = [getattr(entry, name) for name in _ENTRY_TEXT]
     texts.extend(entry.files)
-    probe = "\n".join(texts).encode("utf-8", "surrogatepass") + b"\n" + detail
-    if not _may_need_redaction(probe):
+    every_field = "\n".join(texts).encode("utf-8", "surrogatepass") + b"\n" + detail
+    if not _may_need_redaction(every_field):
         return entry
     changes: dict[str, Any] = {}
     for name in _ENTRY_TEXT:

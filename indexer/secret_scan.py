@@ -100,7 +100,8 @@ def _hyperscan_engine() -> _Probe:
 
 
 _engine: list[tuple[str, _Probe]] = []
-_wanted: list[str] = []
+# CTXD_REDACT_ENGINE=re forces the fallback (the benchmark compares both).
+_WANTED = "re" if os.environ.get("CTXD_REDACT_ENGINE") == "re" else "hyperscan"
 
 
 def use_engine(name: str) -> str:
@@ -118,24 +119,20 @@ def use_engine(name: str) -> str:
 
 def engine() -> str:
     """The name of the probe engine in use."""
-    return _engine[0][0] if _engine else use_engine(_wanted[0])
+    return _engine[0][0] if _engine else use_engine(_WANTED)
 
 
 def probe(data: bytes) -> tuple[set[int], list[int]]:
     """One pass over data: the indexes in RULES of the rules whose probe occurs (the rules
     worth running; HIDDEN if an escape may hide a key), and where base64-looking runs start."""
     if not _engine:  # compiled on first use (~60 ms): commands that redact nothing skip it
-        use_engine(_wanted[0])
+        use_engine(_WANTED)
     return _engine[0][1](data)
 
 
 def probe_rules(data: bytes) -> set[int]:
     """The rule indexes of probe(data)."""
     return probe(data)[0]
-
-
-# CTXD_REDACT_ENGINE=re forces the fallback (the benchmark compares both).
-_wanted.append("re" if os.environ.get("CTXD_REDACT_ENGINE") == "re" else "hyperscan")
 
 
 def find_secrets(text: str) -> list[tuple[int, int, str]]:

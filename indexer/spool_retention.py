@@ -53,8 +53,11 @@ def prune_spool(
         names = sorted(n for n in os.listdir(paths.spool) if n.endswith(".jsonl"))
     except FileNotFoundError:
         return report
+
+    def is_old(fd: int) -> bool:
+        return os.fstat(fd).st_mtime <= cutoff
+
     for name in names:
-        is_old = lambda fd: os.fstat(fd).st_mtime <= cutoff  # noqa: E731
         delete_segment(conn, paths, name, known.get(name), report, is_old)
     return report
 

@@ -17,6 +17,7 @@ import msgspec
 from indexer.errors import IndexCorruptError
 from indexer.locks import lock_is_held
 from indexer.models import Entry
+from indexer.paths import StatePaths
 from indexer.tailer import FileState
 
 SCHEMA_VERSION = 1
@@ -152,7 +153,7 @@ def _check_version(conn: sqlite3.Connection, path: Path) -> None:
 
 def _writer_active(index_db: Path) -> bool:
     try:
-        return lock_is_held(str(index_db.parent / "daemon.lock"))
+        return lock_is_held(str(StatePaths(index_db.parent).lock))
     except OSError:
         return False
 

@@ -7,10 +7,8 @@ and the index's bookkeeping never writes a line twice; a torn last line is cut o
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 
 from indexer import store, view_rebuild
 from indexer.paths import StatePaths
@@ -18,28 +16,21 @@ from indexer.store import StoredEntry
 from indexer.view_writer import (
     AGENT_INSTRUCTIONS,
     ALL_AGENT_INSTRUCTIONS,
-    INSTRUCTION_EVENTS,
     ViewWriter,
     append_after,
     iso_utc,
-    last_seq_of_fd,
     view_files,
-    view_line,
 )
 
 __all__ = [
     "AGENT_INSTRUCTIONS",
     "ALL_AGENT_INSTRUCTIONS",
-    "INSTRUCTION_EVENTS",
     "ViewWriter",
     "append_after",
     "catch_up",
     "iso_utc",
-    "last_seq",
-    "last_seq_of_fd",
     "rebuild_all",
     "view_files",
-    "view_line",
 ]
 
 
@@ -80,38 +71,3 @@ def rebuild_all(conn: sqlite3.Connection, paths: StatePaths) -> int:
         view_rebuild.request(conn)
     with store.transaction(conn):
         return view_rebuild.rebuild(conn, paths)
-
-
-def _view_files(sessions: Path) -> list[Path]:
-    """The `<session>/<view>.jsonl` files under sessions, not looking through any symlink."""
-    found: list[Path] = []
-    if sessions.is_symlink():
-        return found
-    try:
-        with os.scandir(sessions) as top:
-            dirs = [e.path for e in top if e.is_dir(follow_symlinks=False)]
-    except (FileNotFoundError, NotADirectoryError):
-        return found
-    for folder in sorted(dirs):
-        with os.scandir(folder) as inner:
-            found += [
-                Path(e.path)
-                for e in inner
-                if e.name.endswith(".jsonl")
-                and (e.is_symlink() or e.is_file(follow_symlinks=False))
-            ]
-    return sorted(found)
-
-
-def last_seq(path: Path) -> int:
-    """The seq of the last complete line of a view; cuts off a torn last line (crash)."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return 0
-    try:
-        return last_seq_of_fd(fd)
-    finally:
-        os.close(fd)
-
-
