@@ -19,7 +19,8 @@ from indexer.errors import CtxdError
 from indexer.hook import HOOK_FAILURES, failure_count
 from indexer.paths import StatePaths
 from indexer.writer import is_locked, lag
-from summarizer.cli.index import daemon_info, state_paths
+from summarizer.cli.status import daemon_info
+from summarizer.common.cliargs import state_paths
 
 __all__ = ["Check", "cmd_doctor", "doctor", "project_root", "settings_files"]
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from summarizer.common.cliargs import state_paths
-from summarizer.memory.emit import _ms, emit
+from summarizer.memory.emit import EmitError, emit
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
@@ -39,3 +39,12 @@ def cmd_emit(args: argparse.Namespace) -> int:
     record = emit(kind, paths=state_paths(args), session_id=args.session, **fields)
     print(json.dumps(record, ensure_ascii=False))
     return 0
+
+
+def _ms(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise EmitError(f"expected milliseconds since the epoch, got {value!r}") from None

@@ -6,10 +6,9 @@ import argparse
 
 from indexer import store, views
 from indexer.writer import catch_up, writer_lock
-from summarizer.cli.status import daemon_info, status_report
 from summarizer.common.cliargs import state_paths
 
-__all__ = ["cmd_ingest", "cmd_rebuild", "daemon_info", "state_paths", "status_report"]
+__all__ = ["cmd_ingest", "cmd_rebuild"]
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from indexer.paths import resolve_state_paths
+from summarizer.common.cliargs import state_paths
 from summarizer.memory.inject_cache import (
     cache_key,
     cached_injection,
@@ -25,7 +25,7 @@ __all__ = ["cmd_inject"]
 
 def cmd_inject(args: argparse.Namespace) -> int:
     """Handler of `ctxd inject`: print the injection, computing it only when the memory moved."""
-    paths = resolve_state_paths(getattr(args, "state_dir", None))
+    paths = state_paths(args)
     key = cache_key(read_config_bytes(paths), args.feature_id, args.budget)
     watermark = current_watermark(paths) if paths.root.is_dir() else None
     injection: dict[str, Any] | None = None

@@ -12,7 +12,7 @@ from pathlib import Path
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from indexer.writer import is_locked
-from summarizer.cli.index import state_paths
+from summarizer.common.cliargs import state_paths
 from summarizer.resume.spawn import autostart
 
 __all__ = ["DaemonError", "cmd_start", "cmd_stop", "start_daemon", "stop_daemon"]

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from indexer.errors import CtxdError
-from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name, resolve_state_paths
+from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
 from indexer.readonly import connect_readonly, count_agent_entries, index_is_current
 from summarizer.cli.read_target import resolve_read_target
+from summarizer.common.cliargs import state_paths
 
 
 class UsageError(CtxdError):
@@ -60,7 +61,7 @@ def cmd_read(args: argparse.Namespace) -> int:
     except UsageError as e:
         print(f"ctxd read: error: {e} (see `ctxd read --help`)", file=sys.stderr)
         return 2
-    paths = resolve_state_paths(getattr(args, "state_dir", None))
+    paths = state_paths(args)
     agent_id = args.agent_id.lower()
     session_id = args.session
     total = 0

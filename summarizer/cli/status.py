@@ -11,8 +11,9 @@ from typing import Any
 from indexer.errors import StateDirError
 from indexer.hook import failure_count
 from indexer.locks import lock_is_held
-from indexer.paths import StatePaths, resolve_state_paths
+from indexer.paths import StatePaths
 from indexer.readonly import connect_readonly, spool_lag
+from summarizer.common.cliargs import state_paths
 
 __all__ = ["cmd_status", "daemon_info", "status_report"]
 
@@ -73,7 +74,7 @@ def status_report(paths: StatePaths) -> dict[str, Any]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Show the daemon, the spool lag and the index counts."""
-    report = status_report(resolve_state_paths(getattr(args, "state_dir", None)))
+    report = status_report(state_paths(args))
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

@@ -6,9 +6,9 @@ import hashlib
 import re
 from typing import Any
 
+from indexer.normalize import AGENT_TOOLS
 from summarizer.common.tokens import sanitize
 
-AGENT_TOOLS = frozenset({"Agent", "Task"})
 ITEM_CHARS = 300  # longest decision, constraint or failure text kept
 SCAN_CHARS = 8000  # how much of a long text is scanned (a pasted log is not where rules are)
 

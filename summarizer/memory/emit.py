@@ -92,12 +92,3 @@ def emit(
     if not written:
         raise EmitError("nothing was written to the spool")
     return record
-
-
-def _ms(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise EmitError(f"expected milliseconds since the epoch, got {value!r}") from None

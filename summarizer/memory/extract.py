@@ -8,8 +8,8 @@ from typing import Any
 
 from indexer.lineguard import INT64_MAX
 from indexer.models import Entry
+from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
 from summarizer.common.text import (
-    AGENT_TOOLS,
     DECISION_RE,
     ITEM_CHARS,
     LIFT_RE,
@@ -61,7 +61,6 @@ __all__ = [
     "revokes",
 ]
 
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 _OK_FEATURE = frozenset({"completed", "complete", "done", "passed", "passing", "success", "ok"})
 _FAILED_FEATURE = frozenset({"failed", "failing", "failure", "error", "blocked"})
 # Rules are short: a long sentence is a task description, and a templated prompt that differs

@@ -11,7 +11,7 @@ import os
 import time
 
 from summarizer.resume.fastjson import loads
-from summarizer.resume.spool_tail import TAIL_BYTES
+from summarizer.resume.spool_tail import TAIL_BYTES, read_tail
 
 __all__ = ["fallback_notes"]
 
@@ -54,15 +54,7 @@ def _from_spool(spool: str, session_id: str) -> tuple[str, list[tuple[str, str]]
     for name in reversed(names):
         if budget <= 0 or (prompt and len(files) >= _MAX_FILES):
             break
-        try:
-            with open(os.path.join(spool, name), "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                start = max(0, size - budget)
-                f.seek(start)
-                data = f.read(size - start)
-        except OSError:
-            continue
-        budget -= size - start
+        data, budget = read_tail(os.path.join(spool, name), budget)
         for line in reversed(data.split(b"\n")):
             if needle not in line:
                 continue

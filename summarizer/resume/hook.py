@@ -160,18 +160,9 @@ def claim_context(
     not yet indexed) is stale: None. The rename of context.md is the claim: of concurrent
     hooks exactly one succeeds; the consumed context stays on disk for `ctxd resume`.
     """
-    plain = is_plain_dir(folder)
-    if plain is False or is_plain_dir(os.path.dirname(folder)) is False:
-        return ""  # a symlink (or no directory) in the state dir: never read through it
-    try:
-        state = loads(read_nofollow(os.path.join(folder, STATE_FILE)))
-    except (OSError, ValueError):
-        return None  # missing or corrupt: the build path writes a fresh one
+    state = _state_of(folder, newer_than_ns)
     if not isinstance(state, dict):
-        return None
-    covers = state.get("covers_ns")
-    if newer_than_ns and (not isinstance(covers, int) or covers < newer_than_ns):
-        return None
+        return state
     if state.get("confidence") not in ("high", "medium"):
         return ""
     if must_be_session_end and state.get("trigger") != "session_end":
@@ -268,17 +259,9 @@ def take_context(
     file's. With `consume`, context.md is renamed to consumed-context.md (under the folder
     lock) so a writer does not re-arm a context built from the same events.
     """
-    if is_plain_dir(folder) is False or is_plain_dir(os.path.dirname(folder)) is False:
-        return ""  # a symlink (or no directory) in the state dir: never read through it
-    try:
-        state = loads(read_nofollow(os.path.join(folder, STATE_FILE)))
-    except (OSError, ValueError):
-        return None
+    state = _state_of(folder, newer_than_ns)
     if not isinstance(state, dict):
-        return None
-    covers = state.get("covers_ns")
-    if newer_than_ns and (not isinstance(covers, int) or covers < newer_than_ns):
-        return None
+        return state
     if must_be_session_end and state.get("trigger") != "session_end":
         return None
     fresh = os.path.join(folder, CONTEXT_FILE)
@@ -300,6 +283,24 @@ def take_context(
             return None
     finally:
         os.close(lock)
+
+
+def _state_of(folder: str, newer_than_ns: int) -> dict[str, Any] | str | None:
+    """The folder's state if it covers the session's events up to `newer_than_ns`; None if
+    it is missing, corrupt or stale (build one); "" if the folder is a symlink (inject nothing).
+    """
+    if is_plain_dir(folder) is False or is_plain_dir(os.path.dirname(folder)) is False:
+        return ""  # a symlink (or no directory) in the state dir: never read through it
+    try:
+        state = loads(read_nofollow(os.path.join(folder, STATE_FILE)))
+    except (OSError, ValueError):
+        return None  # missing or corrupt: the build path writes a fresh one
+    if not isinstance(state, dict):
+        return None
+    covers = state.get("covers_ns")
+    if newer_than_ns and (not isinstance(covers, int) or covers < newer_than_ns):
+        return None
+    return state
 
 
 def _handed_back_since_last_event(state_dir: str, folder: str, session_id: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["IGNORED_EVENTS", "TAIL_BYTES", "newest_event_ns"]
+__all__ = ["IGNORED_EVENTS", "TAIL_BYTES", "newest_event_ns", "read_tail"]
 
 TAIL_BYTES = 1 << 20  # read at most this much of the spool's end
 # Lines that do not change what a resume state says (or that SessionStart itself writes).
@@ -33,14 +33,15 @@ def newest_event_ns(spool_dir: str, session_id: str, budget: int = TAIL_BYTES) -
     for name in reversed(names):
         if budget <= 0:
             break
-        data, budget = _tail(os.path.join(spool_dir, name), budget)
+        data, budget = read_tail(os.path.join(spool_dir, name), budget)
         found = _newest_in(data, needle)
         if found:
             return found
     return 0
 
 
-def _tail(path: str, budget: int) -> tuple[bytes, int]:
+def read_tail(path: str, budget: int) -> tuple[bytes, int]:
+    """The last `budget` bytes of a file from its first line start on, and the budget left."""
     try:
         with open(path, "rb") as f:
             size = f.seek(0, os.SEEK_END)

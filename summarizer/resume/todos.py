@@ -22,7 +22,6 @@ __all__ = [
     "open_todos",
     "read_todos_file",
     "session_todos",
-    "sync_todos",
     "todos_json",
     "write_todos",
 ]
@@ -122,24 +121,6 @@ def read_todos_file(path: Path) -> list[dict[str, Any]] | None:
         return None
     todos = doc.get("todos") if isinstance(doc, dict) else None
     return [t for t in todos if isinstance(t, dict)] if isinstance(todos, list) else None
-
-
-def sync_todos(conn: sqlite3.Connection, paths: StatePaths, after_id: int) -> tuple[int, int]:
-    """Rewrite todos.json of every session with todo events after `after_id`.
-
-    Returns (the new watermark, files written). Recomputing a session's whole list from the
-    index keeps the file exact whatever order batches arrive in.
-    """
-    watermark = store.max_entry_id(conn)
-    sessions = [
-        str(r[0])
-        for r in conn.execute(
-            f"SELECT DISTINCT session_id FROM entries WHERE id>? AND id<=? AND {TODO_SQL_FILTER}",
-            (after_id, watermark),
-        )
-    ]
-    written = sum(write_todos(paths, s, session_todos(conn, s)) for s in sessions)
-    return watermark, written
 
 
 # --- pure helpers ---------------------------------------------------------------------------

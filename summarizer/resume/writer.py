@@ -222,8 +222,4 @@ def register_after_compaction() -> bool:
     return True
 
 
-def _running_summary(paths: StatePaths) -> str:
-    return running_summary_text(str(paths.context / "running-summary.json"))
-
-
 register_after_compaction()
