@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import sqlite3
-import sys
 import time
 from typing import Any
 
@@ -16,6 +15,7 @@ from indexer.config import Config
 from indexer.fileio import write_atomic
 from indexer.paths import StatePaths, check_session_id, ensure_private_dir
 from summarizer.common.models import Memory
+from summarizer.memory import hooks as compaction_hooks
 from summarizer.resume.files import (
     CONSUMED_FILE,
     CONTEXT_FILE,
@@ -202,24 +202,18 @@ def refresh_states(conn: sqlite3.Connection, paths: StatePaths, config: Config) 
 
 
 def refresh_after_compaction(conn: sqlite3.Connection, paths: StatePaths, config: Config) -> None:
-    """The AFTER_COMPACTION hook (summarizer.daemon.jobs): refresh_states after each compaction."""
+    """The after-compaction hook (summarizer.memory.hooks): refresh_states after each compaction."""
     refresh_states(conn, paths, config)
 
 
-def register_after_compaction() -> bool:
-    """Add refresh_after_compaction to summarizer.daemon.jobs.AFTER_COMPACTION if jobs is loaded.
+def register_after_compaction() -> None:
+    """Add refresh_after_compaction to the after-compaction hooks (once).
 
-    Looked up in sys.modules, not imported: the SessionStart hook's build path imports this
-    module and must not pay for the scheduler. compact.run_after_compaction imports this
-    module after jobs, so the registration happens there; the daemon also calls it.
+    Runs when this module is imported: the compaction imports it in every process (daemon,
+    `ctxd compact`, `ctxd inject`, ContextAgent), so the resume states are always refreshed.
     """
-    jobs = sys.modules.get("summarizer.daemon.jobs")
-    hooks = getattr(jobs, "AFTER_COMPACTION", None)
-    if not isinstance(hooks, list):
-        return False
-    if refresh_after_compaction not in hooks:
-        hooks.append(refresh_after_compaction)
-    return True
+    if refresh_after_compaction not in compaction_hooks.AFTER_COMPACTION:
+        compaction_hooks.AFTER_COMPACTION.append(refresh_after_compaction)
 
 
 register_after_compaction()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 from helpers import CORPUS as _CORPUS
+from helpers import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from resume_story import IN_PROGRESS_TASK, SID, make_project, story
@@ -269,23 +272,26 @@ def test_refresh_rewrites_sessions_with_new_events(indexed: tuple[StatePaths, An
 
 
 def test_after_compaction_registration() -> None:
-    import sys
-    import types
+    from summarizer.memory import hooks
 
-    fake = types.ModuleType("summarizer.daemon.jobs")
-    fake.AFTER_COMPACTION = []  # type: ignore[attr-defined]
-    saved = sys.modules.get("summarizer.daemon.jobs")
-    sys.modules["summarizer.daemon.jobs"] = fake
-    try:
-        assert resume.register_after_compaction()
-        assert resume.register_after_compaction()
-        hooks = fake.AFTER_COMPACTION  # type: ignore[attr-defined]
-        assert hooks == [resume.refresh_after_compaction]
-    finally:
-        if saved is None:
-            del sys.modules["summarizer.daemon.jobs"]
-        else:
-            sys.modules["summarizer.daemon.jobs"] = saved
+    resume.register_after_compaction()
+    resume.register_after_compaction()
+    assert hooks.AFTER_COMPACTION.count(resume.refresh_after_compaction) == 1
+
+
+def test_a_compaction_without_the_daemon_refreshes_the_resume_states() -> None:
+    # `ctxd compact`, the slow path of `ctxd inject` and ContextAgent run compactions in
+    # processes that never load the scheduler: the resume states must still be refreshed.
+    code = (
+        "from summarizer.memory import compact, hooks\n"
+        "compact.run_after_compaction(None, None, None)\n"  # the hooks fail, are logged, go on
+        "from summarizer.resume.writer import refresh_after_compaction\n"
+        "print(refresh_after_compaction in hooks.AFTER_COMPACTION)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "True", done.stderr
 
 
 def _corpus_repos() -> list[Path]:
