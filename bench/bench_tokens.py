@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from summarizer.common.tokens import get_counter
 
-CORPUS = Path("/work/shared/corpus")
+CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "corpus")
 
 
 def _strings(value: object) -> Iterator[str]:

@@ -41,7 +41,8 @@ def test_missing_corpus_fails_the_run_in_ci(tmp_path: Path) -> None:
 
 def test_ci_script_checks_the_corpus_before_pytest() -> None:
     lines = (REPO / ".ci" / "run").read_text().splitlines()
-    check = next(i for i, line in enumerate(lines) if "../shared/corpus/hooks" in line)
-    assert lines[check].startswith("test -d ../shared/corpus/hooks ||")
+    check = next(i for i, line in enumerate(lines) if '"$corpus/hooks"' in line)
+    assert lines[check - 1] == 'corpus="${CTXD_TEST_CORPUS:-../shared/corpus}"'
+    assert lines[check].startswith('test -d "$corpus/hooks" ||')
     assert "exit 1" in lines[check]
     assert check < len(lines) - 1 and "pytest" in lines[-1]

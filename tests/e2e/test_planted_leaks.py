@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import REPO, hook_env, run_cli, run_hook
+from helpers import CORPUS, hook_env, run_cli, run_hook
 from planted_secrets import (
     PLANTED,
     base64_wrapped,
@@ -29,7 +29,6 @@ from planted_secrets import (
 from indexer.hook import build_line
 from indexer.redact import redact_text
 
-CORPUS = REPO.parent / "shared" / "corpus"
 FORMS = ("plain", "wire-escaped", "json-escaped", "url-encoded", "base64")
 FP_LIMIT = 40  # the corpus count measured when the rules were written (see the README)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import REPO, avoid_hour_boundary, hook_env, run_hook
+from helpers import CORPUS, avoid_hour_boundary, hook_env, run_hook
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,8 +29,7 @@ from indexer.hook import append_line, build_line, segment_name
 from indexer.paths import RESERVED_NAMES, RESERVED_VIEW_NAMES, StatePaths, is_valid_session_id
 from indexer.writer import IndexWriter, open_writer, writer_lock
 
-# The corpus location rule of tests/helpers.py (../shared/corpus, or $CTXD_TEST_CORPUS).
-HOOKS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus") / "hooks"
+HOOKS = CORPUS / "hooks"
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason=f"corpus not found at {HOOKS}")
 
 GOOD, BAD, EITHER = "good", "bad", "either"
