@@ -1,0 +1,37 @@
+"""The Claude Code task behind `ctxd task init --from-claude-task ID`, from the index."""
+
+from __future__ import annotations
+
+import argparse
+
+from indexer import store
+from indexer.task_lookup import sessions_with_tasks
+from summarizer.common.cliargs import state_paths
+from summarizer.daemon.session_jobs import catch_up_sessions
+from summarizer.resume.todos import session_todos
+from summarizer.tasks.errors import TaskValidationError
+
+
+def claude_task(args: argparse.Namespace, task_id: str) -> dict[str, str]:
+    """{id, subject, description, session} of the task as last seen (newest session first)."""
+    paths = state_paths(args)
+    catch_up_sessions(paths)
+    if paths.index_db.exists():
+        conn = store.connect(paths.index_db, readonly=True)
+        try:
+            wanted = [args.session] if args.session else sessions_with_tasks(conn)
+            for session_id in wanted:
+                for todo in session_todos(conn, session_id):
+                    if todo.source == "task" and todo.id == task_id:
+                        return {
+                            "id": task_id,
+                            "subject": todo.content,
+                            "description": todo.description,
+                            "session": session_id,
+                        }
+        finally:
+            conn.close()
+    raise TaskValidationError(
+        f"no Claude Code task {task_id!r} in the index of {paths.root}: check the id "
+        "(`ctxd resume SESSION` lists a session's tasks) or use --task-file"
+    )
