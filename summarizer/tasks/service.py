@@ -134,6 +134,7 @@ def update_agent(
     if status == "in_progress":
         from summarizer.tasks.handoff import verify_previous
 
+        refuse_while_drifted(env.store.read(task_id))  # drift first acknowledged, then verified
         verify_previous(env, task_id, role)
     with env.store.lock():
         ctx = env.store.read(task_id)

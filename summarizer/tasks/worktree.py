@@ -113,10 +113,7 @@ def _file_lines(expected: WorktreeSnapshot, now: Capture) -> list[str]:
     lines: list[str] = []
     for path in sorted(before.keys() | after.keys() | meta_before.keys()):
         old, new = before.get(path), after.get(path)
-        old_sha = old.sha256 if old else "(unchanged from base)"
-        new_sha = new.sha256 if new else "(unchanged from base)"
-        if old is not None and old.status != "D" and new is not None and new.status == "D":
-            new_sha = "(deleted)"
+        old_sha, new_sha = _shown(old), _shown(new)
         if old_sha != new_sha:
             lines += [
                 f"  {path}:",
@@ -132,6 +129,12 @@ def _file_lines(expected: WorktreeSnapshot, now: Capture) -> list[str]:
                 f"    Current mode/size:  {ma.mode} {ma.size}",
             ]
     return lines
+
+
+def _shown(change: FileChange | None) -> str:
+    if change is None:
+        return "(unchanged from base)"
+    return "(deleted)" if change.status == "D" else change.sha256
 
 
 def _short(sha: str) -> str:
