@@ -103,4 +103,5 @@ def ctxd(
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
