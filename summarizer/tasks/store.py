@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -144,8 +145,10 @@ class TaskStore:
         """
         new_leaves = _leaves(msgspec.to_builtins(ctx))
         if previous is not None:
-            old = set(_leaves(msgspec.to_builtins(previous)).values())
-            new_leaves = {k: v for k, v in new_leaves.items() if v not in old}
+            # A value already stored at the same place (list positions aside) was checked, or
+            # forced, when it was written: only what is new is scanned.
+            old = {(_place(k), v) for k, v in _leaves(msgspec.to_builtins(previous)).items()}
+            new_leaves = {k: v for k, v in new_leaves.items() if (_place(k), v) not in old}
         kinds = self.check_values(new_leaves, force_secrets=force_secrets)
         if kinds:
             event = AuditEvent(
@@ -211,6 +214,10 @@ class TaskStore:
             for p in self.root.iterdir()
             if not p.name.startswith(".") and (p / CONTEXT).is_file() and not p.is_symlink()
         )
+
+
+def _place(field: str) -> str:
+    return re.sub(r"\[\d+\]", "[]", field)
 
 
 def _leaves(value: Any, prefix: str = "") -> dict[str, str]:
