@@ -54,6 +54,10 @@ def _env(args: argparse.Namespace) -> TaskEnv:
 
 def _run(args: argparse.Namespace) -> Any:
     env = _env(args)
+    from summarizer.cli.task_source import sweep_completed
+
+    for purged in sweep_completed(args):
+        env.warn(f"purged {purged}: its Claude Code task was completed")
     verb = args.verb
     if verb == "list":
         return service.list_tasks(env)

@@ -5,11 +5,29 @@ from __future__ import annotations
 import argparse
 
 from indexer import store
-from indexer.task_lookup import sessions_with_tasks
+from indexer.task_lookup import completed_tasks, sessions_with_tasks
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
 from summarizer.resume.todos import session_todos
 from summarizer.tasks.errors import TaskValidationError
+from summarizer.tasks.lifecycle import linked_tasks, purge_completed
+
+
+def sweep_completed(args: argparse.Namespace) -> list[str]:
+    """Without a daemon, purge the contexts whose Claude Code task completed (I12); only when
+    some context is linked to one, so other task commands never touch the index."""
+    paths = state_paths(args)
+    if not linked_tasks(paths.root):
+        return []
+    catch_up_sessions(paths)
+    if not paths.index_db.exists():
+        return []
+    conn = store.connect(paths.index_db, readonly=True)
+    try:
+        completed, _top = completed_tasks(conn)
+    finally:
+        conn.close()
+    return purge_completed(paths.root, completed)
 
 
 def claude_task(args: argparse.Namespace, task_id: str) -> dict[str, str]:

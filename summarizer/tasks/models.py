@@ -134,6 +134,7 @@ class TaskContext(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     roles: tuple[str, ...] = DEFAULT_ROLES
     evidence: tuple[Evidence, ...] = ()
     linked_claude_task: str = ""  # a Claude Code task id: its TaskCompleted purges the context
+    linked_claude_session: str = ""  # the session of that task (task ids are per session)
 
 
 class ManifestEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -8,7 +8,6 @@ from typing import Any
 
 import msgspec
 
-from indexer.errors import CtxdError
 from summarizer.tasks import gitops
 from summarizer.tasks.canon import check_task_id, sha256_hex
 from summarizer.tasks.env import TaskEnv, check_role, refuse_while_drifted, with_role
@@ -84,6 +83,7 @@ def init_context(
             audit=_first_audit(env, now, base),
             roles=roles,
             linked_claude_task=(claude_task or {}).get("id", ""),
+            linked_claude_session=(claude_task or {}).get("session", ""),
         )
         if claude_task is not None:
             env.store.write_file(task_id, TASK_SOURCE, raw)
@@ -258,21 +258,6 @@ def purge(env: TaskEnv, task_id: str) -> bool:
     check_task_id(task_id)
     with env.store.lock():
         return env.store.purge(task_id)
-
-
-def purge_linked(env: TaskEnv, claude_task_id: str) -> list[str]:
-    """Purge every context linked to a Claude Code task (its TaskCompleted arrived)."""
-    purged = []
-    with env.store.lock():
-        for task_id in env.store.list():
-            try:
-                ctx = env.store.read(task_id)
-            except CtxdError:  # an unreadable context is not this task's to purge
-                continue
-            if claude_task_id and ctx.linked_claude_task == claude_task_id:
-                env.store.purge(task_id)
-                purged.append(task_id)
-    return purged
 
 
 def list_tasks(env: TaskEnv) -> list[dict[str, Any]]:
