@@ -90,7 +90,7 @@ def test_quality_gates_refuse_an_incomplete_task(tmp_path: Path) -> None:
     with pytest.raises(TaskValidationError, match="no description"):
         service.init_context(env, TASK, task_file=repo / "t2.yaml")
     (repo / "t3.yaml").write_text("title: T\ndescription: d\nstandards: ['../x.md#a']\n")
-    with pytest.raises(TaskValidationError, match="without '..'"):
+    with pytest.raises(TaskValidationError, match=r"without '\.\.'"):
         service.init_context(env, TASK, task_file=repo / "t3.yaml")
     (repo / "t4.yaml").write_text("title: [unclosed\n")
     with pytest.raises(TaskValidationError, match="not valid"):
