@@ -23,7 +23,7 @@ _PAUSE_AT, _PAUSE_FILE = "CTXD_TASK_PAUSE_AT", "CTXD_TASK_PAUSE_FILE"
 OVERLAP_MESSAGE = (
     "Cannot calculate incremental diff: reviewer edits overlap with implementer changes.\n\n"
     "This is a known limitation when both agents modify the same lines in a file.\n\n"
-    "Mitigation: Review the cumulative diff instead (--get-diff {task} --agent {role} "
+    "Mitigation: Review the cumulative diff instead (ctxd task get-diff {task} --agent {role} "
     "--type from_base)\n\n"
     "Git conflict details:\n{details}"
 )
