@@ -17,7 +17,12 @@ from task_helpers import ctxd, edit, git, make_repo, task_env
 
 from summarizer.tasks import handoff, service
 from summarizer.tasks.canon import sha256_hex
-from summarizer.tasks.errors import ContextExistsError, InvalidTaskIdError, TaskValidationError
+from summarizer.tasks.errors import (
+    ContextExistsError,
+    InvalidTaskIdError,
+    LockTimeoutError,
+    TaskValidationError,
+)
 from summarizer.tasks.models import decode_context
 
 TASK = "TASK-0824"
@@ -200,3 +205,39 @@ def test_a_symlinked_context_is_not_followed(tmp_path: Path) -> None:
     path.symlink_to(target)
     with pytest.raises(Exception, match="symlink"):
         service.get_context(env, TASK)
+
+
+def test_default_state_dir_inside_the_repo_is_not_part_of_the_snapshot(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    env, warnings = task_env(repo, repo / ".ctxd")  # the default layout: <project>/.ctxd
+    edit(repo, "src/a.py", 1, "a1 = 'dirty before init'")
+    service.init_context(env, TASK, task_file=repo / "tasks" / "TASK-0824.task.yaml")
+    assert any("dirty at task start" in w for w in warnings)
+    snap = handoff.snapshot_worktree(env, TASK, "implementer")
+    assert [f.path for f in snap.files_changed] == ["src/a.py"]
+    assert ".ctxd" not in snap.status_report
+    handoff.verify_worktree(env, TASK, "implementer")  # its own writes are not drift
+
+
+def test_lock_timeout_names_the_lock(tmp_path: Path) -> None:
+    import fcntl
+
+    repo, state = _init(tmp_path)
+    env, _ = task_env(repo, state, lock_timeout_s=0.2)
+    fd = os.open(state / "tasks" / ".context_store.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(LockTimeoutError, match=r"context_store\.lock is held"):
+            service.mark_blocked(env, TASK, "reviewer", "x")
+    finally:
+        os.close(fd)
+    service.mark_blocked(env, TASK, "reviewer", "x")  # free again
+
+
+def test_a_large_diff_is_stored_with_a_warning(tmp_path: Path) -> None:
+    repo, state = _init(tmp_path)
+    env, warnings = task_env(repo, state, diff_warn_bytes=1000)
+    (repo / "src" / "big.txt").write_text("".join(f"line {i}\n" for i in range(400)))
+    snap = handoff.snapshot_worktree(env, TASK, "implementer")
+    assert snap.diff_bytes > 1000
+    assert any("exceeds" in w and "Review for unintended binary files." in w for w in warnings)
