@@ -150,6 +150,18 @@ def _print_text(args: argparse.Namespace, data: Any) -> None:
     if verb == "get-diff" and "diff" in data:
         sys.stdout.write(data["diff"])
         return
+    if verb == "init":
+        imm = data["immutable"]
+        print(f"{data['task_id']}: context created at base {data['git']['head'][:12]}")
+        print(f"  task       {imm['task_snapshot']['title']}")
+        for c in imm["standards_citations"]:
+            print(f"  standard   {c['file']}#{c['section']} {c['line_span']}")
+        print(
+            f"  scope      {len(imm['repo_paths'])} path(s); QA commands "
+            f"{len(imm['validation_baseline']['commands'])}"
+        )
+        print(f"  roles      {', '.join(data['roles'])} (exports context-<role>.json)")
+        return
     if verb == "purge":
         print(f"{args.task_id}: {'purged' if data['purged'] else 'nothing to purge'}")
         return

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from summarizer.tasks import gitops
-from summarizer.tasks.canon import check_task_id, sha256_hex
+from summarizer.tasks.canon import check_task_id, is_valid_role, sha256_hex
 from summarizer.tasks.env import TaskEnv, check_role, refuse_while_drifted, with_role
 from summarizer.tasks.errors import ContextExistsError, TaskValidationError
 from summarizer.tasks.exports import read_manifest, write_exports, write_manifest
@@ -65,6 +65,14 @@ def init_context(
     if gitops.git(repo, ["diff-index", "--quiet", "HEAD", "--"], check=False).returncode:
         env.warn("the working tree is dirty at task start; its changes count as the task's")
     roles = tuple(env.config.roles)
+    bad = [r for r in roles if not is_valid_role(r)] or sorted(
+        {r for r in roles if roles.count(r) > 1}
+    )
+    if bad:
+        raise TaskValidationError(
+            f"[tasks] roles: {bad[0]!r} cannot be a role (lower-case letters, digits, '_' or '-',"
+            " starting with a letter, each once)"
+        )
     with env.store.lock():
         if env.store.exists(task_id):
             raise ContextExistsError(

@@ -55,10 +55,8 @@ class TaskStore:
         return self.root / check_task_id(task_id)
 
     def exists(self, task_id: str) -> bool:
-        return (
-            is_plain_dir(str(self.task_dir(task_id) / CONTEXT)) is False
-            and (self.task_dir(task_id) / CONTEXT).exists()
-        )
+        path = self.task_dir(task_id) / CONTEXT
+        return path.is_file() and not path.is_symlink()
 
     @contextmanager
     def lock(self) -> Iterator[None]:

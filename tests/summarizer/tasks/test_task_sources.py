@@ -240,3 +240,20 @@ def test_the_daemon_purges_on_task_completed(tmp_path: Path) -> None:
     finally:
         stop(d)
     assert list((state / "tasks").glob("*/context.json")) == []
+
+
+def test_roles_are_configurable_and_checked(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    task_file = repo / "tasks" / "TASK-0824.task.yaml"
+    env, _ = task_env(repo, tmp_path / "s1", roles=["planner", "implementer"])
+    ctx = service.init_context(env, TASK, task_file=task_file)
+    assert ctx.roles == ("planner", "implementer")
+    assert sorted(p.name for p in env.store.task_dir(TASK).glob("context-*.json")) == [
+        "context-implementer.json",
+        "context-planner.json",
+    ]
+    for bad in (["../x"], ["Implementer"], ["a", "a"]):
+        env, _ = task_env(repo, tmp_path / "s2", roles=bad)
+        with pytest.raises(TaskValidationError, match="cannot be a role"):
+            service.init_context(env, TASK, task_file=task_file)
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "s2" / "tasks" / TASK).exists()
