@@ -15,7 +15,7 @@ from indexer.errors import CtxdError
 from summarizer.common.cliargs import state_paths
 from summarizer.tasks import gitops, handoff, service
 from summarizer.tasks.env import TaskEnv
-from summarizer.tasks.errors import DriftError, TaskValidationError
+from summarizer.tasks.errors import DriftError, GitError, TaskValidationError
 
 
 def cmd_task(args: argparse.Namespace) -> int:
@@ -23,7 +23,7 @@ def cmd_task(args: argparse.Namespace) -> int:
     as_json = args.format == "json"
     try:
         data = _run(args)
-    except CtxdError as e:
+    except (CtxdError, OSError) as e:
         if as_json:
             _print_json({"success": False, "data": None, "error": str(e)})
         elif isinstance(e, DriftError) and e.report:
@@ -40,7 +40,13 @@ def cmd_task(args: argparse.Namespace) -> int:
 
 def _env(args: argparse.Namespace) -> TaskEnv:
     paths = state_paths(args)
-    repo = gitops.repo_root(Path(args.repo) if args.repo else Path.cwd())
+    where = Path(args.repo) if args.repo else Path.cwd()
+    try:
+        repo = gitops.repo_root(where)
+    except GitError:
+        if args.verb not in ("list", "purge"):  # the only verbs that need no repository
+            raise
+        repo = where
     config = load_config(paths.config).tasks
     return TaskEnv(
         state_root=paths.root,

@@ -54,9 +54,14 @@ def repo_root(cwd: Path) -> Path:
 
 
 def rev_parse(repo: Path, rev: str) -> str:
-    return (
-        git(repo, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"]).stdout.decode().strip()
-    )
+    """The commit `rev` names; GitError saying so when it names none (no commit yet, a typo)."""
+    result = git(repo, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], check=False)
+    if result.returncode != 0:
+        raise GitError(
+            f"{rev!r} is not a commit in {repo}: make a first commit, or name an existing one "
+            "(--base-commit)"
+        )
+    return result.stdout.decode().strip()
 
 
 def head(repo: Path) -> str:
