@@ -110,6 +110,7 @@ class TaskStore:
 
     def read(self, task_id: str) -> TaskContext:
         """The task's context; ContextNotFoundError if it has none."""
+        self._refuse_symlinks(task_id)
         path = self.task_dir(task_id) / CONTEXT
         try:
             data = read_nofollow(str(path))
@@ -189,7 +190,17 @@ class TaskStore:
         return path
 
     def read_file(self, task_id: str, name: str) -> bytes:
+        self._refuse_symlinks(task_id)
         return read_nofollow(str(self.task_dir(task_id) / name))
+
+    def _refuse_symlinks(self, task_id: str) -> None:
+        """The tasks directory and the task's own directory must be real directories."""
+        for directory in (self.root, self.task_dir(task_id)):
+            if is_plain_dir(str(directory)) is False:
+                raise TaskError(
+                    f"{directory} is a symlink or not a directory; ctxd does not follow symlinks "
+                    "in its state directory (remove it, then run the command again)"
+                )
 
     def purge(self, task_id: str) -> bool:
         """Delete the task directory (idempotent); True if there was one."""

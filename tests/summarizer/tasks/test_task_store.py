@@ -15,12 +15,15 @@ import pytest
 from helpers import poll
 from task_helpers import ctxd, edit, git, make_repo, task_env
 
+from indexer.errors import CtxdError
 from summarizer.tasks import handoff, service
 from summarizer.tasks.canon import sha256_hex
 from summarizer.tasks.errors import (
     ContextExistsError,
+    DriftError,
     InvalidTaskIdError,
     LockTimeoutError,
+    TaskError,
     TaskValidationError,
 )
 from summarizer.tasks.models import decode_context
@@ -203,8 +206,28 @@ def test_a_symlinked_context_is_not_followed(tmp_path: Path) -> None:
     target.write_bytes(path.read_bytes())
     path.unlink()
     path.symlink_to(target)
-    with pytest.raises(Exception, match="symlink"):
+    with pytest.raises(TaskError, match="symlink"):
         service.get_context(env, TASK)
+    # A symlinked task directory is refused too, for reads and for writes.
+    path.unlink()
+    real = tmp_path / "real-task"
+    (state / "tasks" / TASK).rename(real)
+    (state / "tasks" / TASK).symlink_to(real)
+    with pytest.raises(TaskError, match="symlink"):
+        service.get_context(env, TASK)
+    with pytest.raises(CtxdError, match="symlink"):
+        service.mark_blocked(env, TASK, "reviewer", "x")
+    assert list(real.glob("*.tmp")) == [] and not (real / "context.json").exists()
+
+
+def test_staged_only_edits_are_drift(tmp_path: Path) -> None:
+    repo, state = _init(tmp_path)
+    env, _ = task_env(repo, state)
+    edit(repo, "src/a.py", 1, "a1 = 'x'")
+    handoff.snapshot_worktree(env, TASK, "implementer")
+    git(repo, "add", "src/a.py")
+    with pytest.raises(DriftError, match="git status changed"):
+        handoff.verify_worktree(env, TASK, "implementer")
 
 
 def test_default_state_dir_inside_the_repo_is_not_part_of_the_snapshot(tmp_path: Path) -> None:
