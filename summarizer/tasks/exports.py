@@ -42,6 +42,35 @@ def role_export(ctx: TaskContext, role: str) -> dict[str, Any]:
     }
 
 
+def previous_summary(ctx: TaskContext, role: str) -> dict[str, Any] | None:
+    """What the role before `role` left: status, findings, and its worktree snapshot in short
+    (for a subagent's handoff); None for the first role or an unknown one."""
+    index = ctx.roles.index(role) if role in ctx.roles else 0
+    if index == 0:
+        return None
+    previous = ctx.roles[index - 1]
+    coordination = ctx.coordination.get(previous)
+    if coordination is None:
+        return None
+    snap = coordination.worktree_snapshot
+    return {
+        "role": previous,
+        "status": coordination.status,
+        "completed_at": coordination.completed_at,
+        "blocking_findings": list(coordination.blocking_findings),
+        "drift_budget": coordination.drift_budget,
+        "snapshot": None
+        if snap is None
+        else {
+            "snapshot_time": snap.snapshot_time,
+            "base_commit": snap.base_commit,
+            "diff_stat": snap.diff_stat,
+            "diff_sha": snap.diff_sha,
+            "files": [f"{f.status} {f.path}" for f in snap.files_changed],
+        },
+    }
+
+
 def write_exports(store: TaskStore, ctx: TaskContext) -> list[Path]:
     """Write every role's export; return their paths."""
     return [

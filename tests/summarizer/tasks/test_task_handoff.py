@@ -12,6 +12,7 @@ from task_helpers import edit, git, make_repo, task_env
 
 from summarizer.tasks import handoff, service
 from summarizer.tasks.errors import ContextNotFoundError, DriftError
+from summarizer.tasks.exports import previous_summary
 from summarizer.tasks.handoff import OVERLAP_MESSAGE
 from summarizer.tasks.worktree import MSG_BASE_CHANGED, MSG_CLEAN, MSG_COMMITTED
 
@@ -65,6 +66,11 @@ def test_three_roles_hand_off_a_dirty_tree(started: tuple[Path, object]) -> None
     assert "new.py" in git(repo, "status", "--porcelain")
     ctx = service.get_context(env, TASK)
     assert [ctx.coordination[r].status for r in ctx.roles] == ["done", "done", "done"]
+    summary = previous_summary(ctx, "validator")
+    assert summary is not None and summary["role"] == "reviewer"
+    assert summary["snapshot"]["diff_sha"] == snap.diff_sha
+    assert summary["snapshot"]["files"] == ["M src/a.py", "M src/c.py", "A src/new.py"]
+    assert previous_summary(ctx, "implementer") is None
     assert ctx.audit.update_count > 5
 
 
