@@ -53,12 +53,18 @@ class TaskEnv:
         self.actor = actor or default_actor()
         self.force_secrets = force_secrets
         self.clock = clock
+        self._forced: list[str] = []
         # The state directory inside the repository is never part of a worktree snapshot.
         try:
             rel = state_root.resolve().relative_to(repo.resolve()).as_posix()
             self.exclude = [rel] if rel != "." else []
         except ValueError:
             self.exclude = []
+
+    def check(self, values: dict[str, str]) -> None:
+        """Scan text stored beside context.json (diffs, QA logs); what --force-secrets let
+        through is audited by the next commit."""
+        self._forced += self.store.check_values(values, force_secrets=self.force_secrets)
 
     def commit(
         self, ctx: TaskContext, previous: TaskContext | None, action: str, note: str = ""
@@ -70,6 +76,13 @@ class TaskEnv:
         events = ctx.audit.events
         if note or action in ("resolve-drift", "rebuild", "init"):
             events = (*events, AuditEvent(at=now, actor=self.actor, action=action, note=note))
+        if self._forced:
+            kinds = ", ".join(sorted(set(self._forced)))
+            forced = AuditEvent(
+                at=now, actor=self.actor, action="force-secrets", note=f"{action} patterns: {kinds}"
+            )
+            events = (*events, forced)
+            self._forced = []
         audit = Audit(
             updated_at=now,
             updated_by=self.actor,

@@ -50,7 +50,7 @@ def snapshot_worktree(env: TaskEnv, task_id: str, role: str) -> WorktreeSnapshot
                 "Review for unintended binary files."
             )
         text = now.diff[: env.config.diff_warn_bytes].decode("utf-8", "replace")
-        env.store.check_values({"diff_from_base": text}, force_secrets=env.force_secrets)
+        env.check({"diff_from_base": text})
         # Diff files are named by content, so the previous snapshot's files stay valid until
         # the new context.json (which names the new ones) is in place.
         base_name = _write_gz(env, task_id, f"{role}-from-base", now.diff, now.diff_sha)

@@ -185,7 +185,7 @@ def record_qa(env: TaskEnv, task_id: str, role: str, log: Path) -> TaskContext:
         refuse_while_drifted(ctx)
         _check_task_file(env, ctx)
         text = data.decode("utf-8", "replace")
-        env.store.check_values({"qa_log": text}, force_secrets=env.force_secrets)
+        env.check({"qa_log": text})
         sha = sha256_hex(data)
         name = f"qa-{role}.{sha[:16]}.log.gz"
         env.store.write_file(task_id, name, gzip.compress(data, mtime=0))

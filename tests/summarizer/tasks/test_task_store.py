@@ -126,11 +126,13 @@ def test_secrets_are_refused_naming_the_pattern_unless_forced(tmp_path: Path) ->
     with pytest.raises(TaskValidationError, match="Use --force-secrets to bypass"):
         handoff.snapshot_worktree(env, TASK, "implementer")
     env.force_secrets = True
+    handoff.snapshot_worktree(env, TASK, "implementer")
     service.mark_blocked(env, TASK, "reviewer", finding)
     ctx = service.get_context(env, TASK)
     assert ctx.coordination["reviewer"].blocking_findings == (finding,)
     forced = [e for e in ctx.audit.events if e.action == "force-secrets"]
-    assert forced and "aws" in forced[0].note and forced[0].actor == "tester"
+    assert [e.note.split(" ")[0] for e in forced] == ["snapshot-worktree", "patterns:"]
+    assert all("aws" in e.note and e.actor == "tester" for e in forced)
     # Through the CLI: one JSON error naming the pattern, exit 1.
     out = ctxd(
         "task",
