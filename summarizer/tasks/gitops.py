@@ -142,7 +142,11 @@ def numstat(repo: Path, old: str, new: str) -> str:
 
 def reverse_apply(repo: Path, tree: str, patch: bytes) -> tuple[str | None, str]:
     """Reverse-apply `patch` to `tree` in a scratch index: (resulting tree, "") or (None, git's
-    conflict details). Only the scratch index changes; never the worktree."""
+    conflict details). Only the scratch index changes; never the worktree.
+
+    -C0: the patch's context lines need not match, so a later edit next to an earlier one is
+    not a conflict; a later edit of the same lines is.
+    """
     with tempfile.TemporaryDirectory(prefix="ctxd-apply-") as tmp:
         index, patch_file = Path(tmp) / "index", Path(tmp) / "patch.diff"
         patch_file.write_bytes(patch)
@@ -150,7 +154,7 @@ def reverse_apply(repo: Path, tree: str, patch: bytes) -> tuple[str | None, str]
         if not patch.strip():
             return tree, ""
         for check in (["--check"], []):
-            args = ["apply", "--cached", "--reverse", "--binary", *check, str(patch_file)]
+            args = ["apply", "--cached", "--reverse", "--binary", "-C0", *check, str(patch_file)]
             result = git(repo, args, index_file=index, check=False)
             if result.returncode != 0:
                 return None, result.stderr.decode("utf-8", "replace").strip()

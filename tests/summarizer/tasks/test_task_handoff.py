@@ -233,3 +233,17 @@ def test_cli_verify_prints_the_report_and_json_shape(started: tuple[Path, object
         "task", "verify-worktree", TASK, "--expected-agent", "implementer", cwd=repo, state=state
     )
     assert text.returncode == 1 and text.stderr.startswith("ERROR: Working tree drift detected")
+
+
+def test_adjacent_but_not_overlapping_edits_still_give_an_incremental_diff(
+    started: tuple[Path, object],
+) -> None:
+    repo, env = started
+    service.update_agent(env, TASK, "reviewer", status="in_progress")  # type: ignore[arg-type]
+    edit(repo, "src/a.py", 4, "a4 = 'reviewer, next to the implementer line'")
+    snap = handoff.snapshot_worktree(env, TASK, "reviewer")  # type: ignore[arg-type]
+    assert snap.incremental_diff_error is None
+    inc = handoff.get_diff(env, TASK, "reviewer", "incremental")  # type: ignore[arg-type]
+    text = gzip.decompress(Path(inc["path"]).read_bytes()).decode()
+    assert "+a4 = 'reviewer, next to the implementer line'" in text
+    assert "implemented" not in text
