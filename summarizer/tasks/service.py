@@ -110,7 +110,8 @@ def init_context(
 
 
 def get_context(env: TaskEnv, task_id: str) -> TaskContext:
-    """The context, with warnings when HEAD moved or a cited standard changed since init."""
+    """The context, with warnings when HEAD moved, or a cited standard or the task file
+    changed, since it was built."""
     ctx = env.store.read(task_id)
     current = gitops.head(env.repo)
     if current != ctx.git.head:
@@ -124,6 +125,12 @@ def get_context(env: TaskEnv, task_id: str) -> TaskContext:
                 f"{c.file}#{c.section} changed since the context was built; run "
                 f"`ctxd task rebuild {task_id}`"
             )
+    try:
+        _check_task_file(env, ctx)
+    except TaskValidationError as e:
+        env.warn(str(e).removesuffix(" first"))
+    except OSError:
+        pass  # no manifest: nothing to compare against
     return ctx
 
 

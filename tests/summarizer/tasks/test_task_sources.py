@@ -149,6 +149,16 @@ def test_record_qa_evidence_and_rebuild(tmp_path: Path) -> None:
     assert evidence.id == sha256_hex((repo / "standards/global.md").read_bytes())[:16]
     # The task file changes: QA is refused until the context is rebuilt from it.
     task_file.write_text(task_file.read_text().replace("Cache the settings", "Cache settings v2"))
+    standard = repo / "standards" / "global.md"
+    standard.write_text(standard.read_text().replace("fails without it", "fails before the fix"))
+    warnings: list[str] = []
+    env.warn = warnings.append
+    service.get_context(env, TASK)
+    assert [w.split(" ")[0] for w in warnings] == [
+        "standards/global.md#evidence-requirements",
+        str(task_file),
+    ]
+    assert all(w.endswith(f"run `ctxd task rebuild {TASK}`") for w in warnings)
     with pytest.raises(TaskValidationError, match="changed since the context was built"):
         service.record_qa(env, TASK, "implementer", log)
     rebuilt = service.rebuild(env, TASK)
