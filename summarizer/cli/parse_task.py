@@ -80,7 +80,14 @@ def _init(p: argparse.ArgumentParser) -> None:
         "description)",
     )
     p.add_argument(
-        "--session", help="session of the Claude Code task (default: the latest naming it)"
+        "--link-claude-task",
+        metavar="ID",
+        help="purge this context when Claude Code reports this task completed (with a task file)",
+    )
+    p.add_argument(
+        "--session",
+        help="session of the Claude Code task (default: the latest naming it; for"
+        " --link-claude-task: any session)",
     )
     p.add_argument("--base-commit", metavar="SHA", help="the task's base commit (default HEAD)")
 

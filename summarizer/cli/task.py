@@ -79,6 +79,7 @@ def _run(args: argparse.Namespace) -> Any:
             task_id,
             task_file=Path(args.task_file) if args.task_file else None,
             claude_task=claude,
+            link=(args.session or "", args.link_claude_task or ""),
             base_commit=args.base_commit,
         )
         return _builtins(ctx)

@@ -24,15 +24,17 @@ def linked_tasks(state_root: Path) -> dict[str, tuple[str, str]]:
 
 
 def purge_completed(state_root: Path, completed: Iterable[tuple[str, str]]) -> list[str]:
-    """Purge the contexts linked to any of the completed (session, task id) pairs."""
+    """Purge the contexts linked to any of the completed (session, task id) pairs; a link
+    without a session matches the task id in any session."""
     done = set(completed)
+    any_session = {task for _session, task in done}
     if not done:
         return []
     store = TaskStore(state_root / "tasks")
     purged = []
     with store.lock():
         for task_id, link in sorted(linked_tasks(state_root).items()):
-            if link in done:
+            if link in done or (not link[0] and link[1] in any_session):
                 store.purge(task_id)
                 purged.append(task_id)
     return purged

@@ -35,8 +35,13 @@ def init_context(
     task_file: Path | None = None,
     claude_task: dict[str, str] | None = None,
     base_commit: str | None = None,
+    link: tuple[str, str] = ("", ""),
 ) -> TaskContext:
-    """Snapshot the task's immutable context once, at task start; write exports and manifest."""
+    """Snapshot the task's immutable context once, at task start; write exports and manifest.
+
+    `link` (session, Claude Code task id) names the task whose TaskCompleted purges the
+    context; a context built from a Claude Code task is linked to it.
+    """
     check_task_id(task_id)
     repo = env.repo
     base = gitops.rev_parse(repo, base_commit or "HEAD")
@@ -90,8 +95,8 @@ def init_context(
             coordination={r: Coordination() for r in roles},
             audit=_first_audit(env, now, base),
             roles=roles,
-            linked_claude_task=(claude_task or {}).get("id", ""),
-            linked_claude_session=(claude_task or {}).get("session", ""),
+            linked_claude_task=(claude_task or {}).get("id", "") or link[1],
+            linked_claude_session=(claude_task or {}).get("session", "") or link[0],
         )
         if claude_task is not None:
             env.store.write_file(task_id, TASK_SOURCE, raw)

@@ -205,6 +205,18 @@ def test_from_claude_task_and_purge_on_task_completed(tmp_path: Path) -> None:
     assert data["immutable"]["task_snapshot"]["description"].startswith("Add raw_content")
     assert data["linked_claude_task"] == task_no and data["linked_claude_session"] == session
     ctxd("task", "init", "OTHER", "--task-file", "tasks/TASK-0824.task.yaml", cwd=repo, state=state)
+    linked = ctxd(
+        "task",
+        "init",
+        "LINKED",
+        "--task-file",
+        "tasks/TASK-0824.task.yaml",
+        "--link-claude-task",
+        task_no,
+        cwd=repo,
+        state=state,
+    )
+    assert linked.returncode == 0, linked.stderr
     # Claude Code reports the task completed: the next task command (no daemon) purges it.
     done = {
         "session_id": session,
@@ -215,7 +227,7 @@ def test_from_claude_task_and_purge_on_task_completed(tmp_path: Path) -> None:
     assert run_hook(json.dumps(done).encode(), hook_env(state)).returncode == 0
     listed = ctxd("task", "list", "--format", "json", cwd=repo, state=state)
     assert [t["task_id"] for t in json.loads(listed.stdout)["data"]] == ["OTHER"]
-    assert "purged CC-1" in listed.stderr
+    assert "purged CC-1" in listed.stderr and "purged LINKED" in listed.stderr
     assert not (state / "tasks" / "CC-1").exists()
     missing = ctxd("task", "init", "CC-2", "--from-claude-task", "999", cwd=repo, state=state)
     assert missing.returncode == 1 and "no Claude Code task '999'" in missing.stderr
