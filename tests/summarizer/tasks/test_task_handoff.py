@@ -247,3 +247,41 @@ def test_adjacent_but_not_overlapping_edits_still_give_an_incremental_diff(
     text = gzip.decompress(Path(inc["path"]).read_bytes()).decode()
     assert "+a4 = 'reviewer, next to the implementer line'" in text
     assert "implemented" not in text
+
+
+def test_every_verb_answers_json_success_data_error(tmp_path: Path) -> None:
+    from task_helpers import ctxd
+
+    from summarizer.cli.parse_task import _VERBS
+
+    repo = make_repo(tmp_path)
+    state = tmp_path / "state"
+    (tmp_path / "qa.log").write_text("all good\n")
+    calls = [
+        ["init", TASK, "--task-file", "tasks/TASK-0824.task.yaml"],
+        ["get", TASK],
+        ["update-agent", TASK, "--agent", "implementer", "--status", "in_progress"],
+        ["snapshot-worktree", TASK, "--agent", "implementer"],
+        ["verify-worktree", TASK, "--expected-agent", "implementer"],
+        ["get-diff", TASK, "--agent", "implementer", "--print"],
+        ["record-qa", TASK, "--agent", "implementer", "--from", str(tmp_path / "qa.log")],
+        ["attach-evidence", TASK, "--type", "plan", "--path", "standards/global.md"],
+        ["mark-blocked", TASK, "--agent", "reviewer", "--finding", "needs a test"],
+        ["resolve-drift", TASK, "--note", "nothing drifted"],
+        ["rebuild", TASK],
+        ["list"],
+        ["purge", TASK],
+    ]
+    assert sorted(c[0] for c in calls) == sorted(name for name, _ in _VERBS)
+    for call in calls:
+        if call[0] == "snapshot-worktree":
+            edit(repo, "src/a.py", 1, "a1 = 'json'")
+        out = ctxd("task", *call, "--format", "json", cwd=repo, state=state)
+        doc = json.loads(out.stdout)
+        assert set(doc) == {"success", "data", "error"}, call
+        assert doc["success"] is True and doc["error"] is None, (call, doc, out.stderr)
+        assert out.returncode == 0
+    gone = ctxd("task", "get", TASK, "--format", "json", cwd=repo, state=state)
+    doc = json.loads(gone.stdout)
+    assert gone.returncode == 1 and doc["success"] is False and doc["data"] is None
+    assert doc["error"].startswith(f"no context for {TASK}")
