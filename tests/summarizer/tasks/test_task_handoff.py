@@ -149,6 +149,7 @@ def test_chmod_only_change(started: tuple[Path, object]) -> None:
     message = _drift_message(env)
     assert "  src/a.py:\n    Expected mode/size: 644" in message
     assert "Current mode/size:  755" in message
+    assert _budget(env, "implementer") == 1
 
 
 def test_deleted_scope_file(started: tuple[Path, object]) -> None:
@@ -156,6 +157,9 @@ def test_deleted_scope_file(started: tuple[Path, object]) -> None:
     (repo / "src" / "b.py").unlink()
     message = _drift_message(env)
     assert "Task scope changed: file renamed or deleted: src/b.py" in message
+    assert _budget(env, "implementer") == 1
+    _drift_message(env)  # every failed verification counts
+    assert _budget(env, "implementer") == 2
     assert (
         "  src/b.py:\n    Expected SHA: (unchanged from base)\n    Current SHA:  (deleted)"
         in message
