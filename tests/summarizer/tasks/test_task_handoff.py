@@ -194,8 +194,10 @@ def test_overlapping_reviewer_edits_store_the_conflict_message(
     with pytest.raises(ContextNotFoundError, match="reviewer edits overlap"):
         handoff.get_diff(env, TASK, "reviewer", "incremental")  # type: ignore[arg-type]
     assert handoff.get_diff(env, TASK, "reviewer", "from_base")["sha256"] == snap.diff_sha  # type: ignore[arg-type]
-    # The scratch index left the user's worktree as it was.
+    # The scratch index left the user's worktree as it was; an overlap is no drift.
     assert "reviewer rewrote" in (repo / "src" / "a.py").read_text()
+    handoff.verify_worktree(env, TASK, "reviewer")  # type: ignore[arg-type]
+    assert _budget(env, "reviewer") == 0 and _budget(env, "implementer") == 0
 
 
 def test_cli_verify_prints_the_report_and_json_shape(started: tuple[Path, object]) -> None:
