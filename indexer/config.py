@@ -71,6 +71,17 @@ class RetentionConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     interval_s: float = 3600.0
 
 
+class TasksConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    roles: list[str] = msgspec.field(
+        default_factory=lambda: ["implementer", "reviewer", "validator"]
+    )
+    lock_timeout_s: float = 10.0
+    field_warn_bytes: int = 2048
+    diff_warn_bytes: int = 10 * 1024 * 1024
+    qa_commands: list[str] = msgspec.field(default_factory=list)
+    citations: dict[str, list[str]] = msgspec.field(default_factory=dict)
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """The whole configuration; every key is documented in the project's config.toml."""
 
@@ -79,6 +90,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     summarizer: SummarizerConfig = msgspec.field(default_factory=SummarizerConfig)
     resume: ResumeConfig = msgspec.field(default_factory=ResumeConfig)
     retention: RetentionConfig = msgspec.field(default_factory=RetentionConfig)
+    tasks: TasksConfig = msgspec.field(default_factory=TasksConfig)
 
 
 def parse_config(data: bytes, source: str = "config.toml") -> Config:
@@ -134,6 +146,8 @@ def _validate(config: Config, source: str) -> None:
         (config.resume.max_tokens > 0, "[resume] max_tokens must be > 0"),
         (config.retention.spool_hours > 0, "[retention] spool_hours must be > 0"),
         (config.retention.index_days >= 0, "[retention] index_days must be >= 0 (0 = keep)"),
+        (len(config.tasks.roles) >= 1, "[tasks] roles must name at least one role"),
+        (config.tasks.lock_timeout_s > 0, "[tasks] lock_timeout_s must be > 0"),
     ]
     for ok, message in checks:
         if not ok:

@@ -99,6 +99,9 @@ def attach(daemon: Daemon) -> None:
     except Exception:
         log.exception("initial session sync failed; the next batch retries it")
     start_retention_job(daemon)
+    from summarizer.daemon import task_jobs
+
+    task_jobs.attach(daemon)
     try:
         importlib.import_module("summarizer.daemon.jobs")  # the compaction scheduler, if present
     except ImportError:

@@ -1,0 +1,1 @@
+"""Task context cache: immutable task snapshots, role coordination and worktree deltas."""
