@@ -115,6 +115,18 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+def _target(module: str, name: str, mods: dict[str, Path]) -> str:
+    """The module `from module import name` loads: a submodule, the module a package's lazy
+    export (`_EXPORTS`) resolves to, or the module itself."""
+    if f"{module}.{name}" in mods:
+        return f"{module}.{name}"
+    if module in ("indexer", "summarizer"):
+        lazy = importlib.import_module(module)._EXPORTS.get(name)
+        if lazy:
+            return str(lazy)
+    return module
+
+
 def _edges() -> dict[str, set[str]]:
     """module -> internal modules it imports anywhere in its body (lazy imports included)."""
     mods = _modules()
@@ -125,10 +137,7 @@ def _edges() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [
-                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
-                    for a in node.names
-                ]
+                targets = [_target(node.module, a.name, mods) for a in node.names]
             for t in targets:
                 if t in mods and t != mod:
                     graph[mod].add(t)
