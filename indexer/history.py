@@ -17,9 +17,11 @@ from indexer.errors import translate_sqlite_errors
 from indexer.models import Entry
 from indexer.query import TODO_FILTER
 from indexer.store import StoredEntry
+from indexer.tailer import FileState
 
 __all__ = [
     "StoredEntry",
+    "active_files",
     "connect",
     "count",
     "entries_after",
@@ -166,3 +168,9 @@ def recent_edits(
         " ORDER BY id DESC LIMIT 20",
         (after_id, before_id, session_id),
     ).fetchall()
+
+
+@_guard("files")
+def active_files(conn: sqlite3.Connection) -> dict[str, FileState]:
+    """The current generation of every spool segment, by name (for deleting segments)."""
+    return store.active_files(conn)

@@ -261,3 +261,11 @@ def count_new(conn: sqlite3.Connection, after_id: int) -> tuple[int, int]:
     d = conn.execute("SELECT count(*) FROM mem_decisions WHERE entry_id>?", (after_id,)).fetchone()
     f = conn.execute("SELECT count(*) FROM mem_failures WHERE entry_id>?", (after_id,)).fetchone()
     return int(d[0]), int(f[0])
+
+
+def drop_orphan_terms(conn: sqlite3.Connection) -> None:
+    """Delete the search terms of constraints that are gone (after `ctxd forget`)."""
+    if has_memory(conn):
+        conn.execute(
+            "DELETE FROM mem_constraint_terms WHERE id NOT IN (SELECT id FROM mem_constraints)"
+        )
