@@ -18,12 +18,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer import store
+from indexer import history, iso_utc, write_atomic
 from indexer.config import Config
 from indexer.errors import CtxdError, IndexBusyError
-from indexer.fileio import write_atomic
 from indexer.paths import StatePaths
-from indexer.views import iso_utc
 from indexer.writer import catch_up, is_locked, writer_lock
 from summarizer.common.tokens import get_counter
 from summarizer.memory import hooks
@@ -57,7 +55,7 @@ class CompactionResult:
 
 def published_watermark(conn: sqlite3.Connection) -> int:
     """The entry id the context files cover (0 before the first publication)."""
-    return int(store.get_meta(conn, "mem.published", "0") or 0)
+    return int(history.get_meta(conn, "mem.published", "0") or 0)
 
 
 def compact_and_publish(
@@ -84,10 +82,10 @@ def compact_and_publish(
         conn, paths, memory, cfg, counter, trigger=trigger, backend=backend_for(cfg, counter)
     )
     with guard:
-        with store.transaction(conn):
-            store.set_meta(conn, "mem.published", str(memory.watermark))
-            store.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
-            store.set_meta(conn, "last_compaction_trigger", trigger)
+        with history.transaction(conn):
+            history.set_meta(conn, "mem.published", str(memory.watermark))
+            history.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
+            history.set_meta(conn, "last_compaction_trigger", trigger)
         run_after_compaction(conn, paths, config)
     try:
         from summarizer.memory.injection import prebuild_injection
@@ -148,7 +146,7 @@ def compact_now(
     if not is_locked(paths):
         try:
             with writer_lock(paths, wait_s=0.5):
-                conn = store.connect(paths.index_db)
+                conn = history.connect(paths.index_db)
                 try:
                     return compact_and_publish(conn, paths, config, trigger=trigger)
                 finally:
@@ -162,10 +160,10 @@ def request_compaction(paths: StatePaths, *, timeout_s: float) -> CompactionResu
     """Ask the running daemon to compact; wait until it has published everything indexed now."""
     if not paths.index_db.exists():
         return CompactionResult(True, 0)
-    conn = store.connect(paths.index_db, readonly=True)
+    conn = history.connect(paths.index_db, readonly=True)
     try:
         before = published_watermark(conn)
-        target = store.max_entry_id(conn)
+        target = history.max_entry_id(conn)
         if before < target:
             write_atomic(paths.root / REQUEST_FILE, str(target).encode())
             deadline = time.monotonic() + timeout_s
