@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -238,3 +239,97 @@ def test_no_module_over_400_lines_and_each_has_a_docstring() -> None:
             undocumented.append(mod)
     assert not too_long, f"modules over {_MAX_LINES} lines: {too_long}"
     assert not undocumented, f"modules without a one-line docstring: {undocumented}"
+
+
+# --- The indexer's public API: what the summarizer may import --------------------------------
+
+# The indexer modules the summarizer may import (lazy imports included). `indexer` itself is
+# the package, whose lazy exports (`indexer._EXPORTS`) are the curated helpers; every other
+# module is internal. New public modules (a search or import API, say) are added here.
+PUBLIC_INDEXER_MODULES = frozenset(
+    {
+        "indexer",
+        "indexer.config",
+        "indexer.errors",
+        "indexer.history",
+        "indexer.hook",
+        "indexer.models",
+        "indexer.paths",
+        "indexer.purge",
+        "indexer.query",
+        "indexer.writer",
+    }
+)
+# Modules that run SQL of their own: the memory's tables (mem_*), which the summarizer owns.
+_OWN_SQL = {"summarizer.memory.merge", "summarizer.memory.store", "summarizer.memory.summary"}
+_SQL_TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(\w+)")
+
+
+def _indexer_imports(path: Path, mods: dict[str, Path]) -> list[str]:
+    """The indexer modules `path` names in its imports (not resolved through lazy exports)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "indexer"]
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.split(".")[0] == "indexer"
+        ):
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                found.append(sub if sub in mods else node.module)
+    return found
+
+
+def test_summarizer_imports_only_the_public_indexer_api() -> None:
+    mods = _modules()
+    bad = [
+        f"{mod} imports {target}"
+        for mod, path in mods.items()
+        if mod.startswith("summarizer")
+        for target in _indexer_imports(path, mods)
+        if target not in PUBLIC_INDEXER_MODULES
+    ]
+    assert not bad, (
+        "the summarizer reaches into indexer internals (use indexer.query/history/purge or a "
+        "name exported by the indexer package):\n" + "\n".join(bad)
+    )
+
+
+def test_public_indexer_modules_exist() -> None:
+    assert set(_modules()) >= PUBLIC_INDEXER_MODULES
+
+
+def test_the_layer_check_rejects_an_internal_import(tmp_path: Path) -> None:
+    # The check itself can fail: an import of indexer.store is reported, a façade one is not.
+    bad = tmp_path / "bad.py"
+    bad.write_text("from indexer import store, query\nfrom indexer.fileio import write_atomic\n")
+    found = set(_indexer_imports(bad, _modules())) - PUBLIC_INDEXER_MODULES
+    assert found == {"indexer.store", "indexer.fileio"}
+
+
+def test_summarizer_runs_sql_only_on_its_own_tables() -> None:
+    bad = []
+    for mod, path in _modules().items():
+        if not mod.startswith("summarizer"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("execute", "executemany", "executescript")
+                and mod not in _OWN_SQL
+            ):
+                bad.append(f"{mod}:{node.lineno} calls .{node.func.attr}()")
+        if mod in _OWN_SQL:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    for table in _SQL_TABLE.findall(node.value):
+                        if not table.startswith("mem_") and table != "sqlite_master":
+                            bad.append(f"{mod}:{node.lineno} names the index table {table}")
+    assert not bad, "SQL against the index belongs in indexer.query/history/purge:\n" + "\n".join(
+        bad
+    )
