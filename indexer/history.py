@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from indexer import store
-from indexer.errors import translate_sqlite_errors
+from indexer.errors import IndexUnavailableError, translate_sqlite_errors
 from indexer.models import Entry
 from indexer.query import TODO_FILTER
 from indexer.store import StoredEntry
@@ -51,7 +51,12 @@ _FILTERS = {
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open the index (creating it unless `readonly`); IndexCorruptError if it cannot be used."""
+    """Open the index (creating it unless `readonly`); IndexUnavailableError if `readonly` and
+    there is none, IndexCorruptError if it cannot be used."""
+    if readonly and not path.exists():
+        raise IndexUnavailableError(
+            f"{path}: no index yet; start a Claude Code session here, then run `ctxd ingest`"
+        )
     with _guard(str(path)):
         return store.connect(path, readonly=readonly)
 
