@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sqlite3
 from typing import TYPE_CHECKING
@@ -94,10 +93,6 @@ def attach(daemon: Daemon) -> None:
     except Exception:
         log.exception("initial session sync failed; the next batch retries it")
     start_retention_job(daemon)
-    try:
-        importlib.import_module("summarizer.daemon.jobs")  # the compaction scheduler, if present
-    except ImportError:
-        return
     resume.register_after_compaction()
 
 

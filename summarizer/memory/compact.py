@@ -10,7 +10,6 @@ context files covering every entry indexed at the time of the request (meta `mem
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import sqlite3
 import time
@@ -32,8 +31,6 @@ from summarizer.memory.summary import Published, publish
 log = logging.getLogger("ctxd.compact")
 
 REQUEST_FILE = "compact.request"
-# Modules that register AFTER_COMPACTION hooks when imported (the resume feature).
-HOOK_MODULES = ("summarizer.resume.writer",)
 _POLL_S = 0.05
 
 
@@ -106,22 +103,24 @@ def compact_and_publish(
     return CompactionResult(False, memory.watermark, new_d, new_f, stats, result)
 
 
-_hook_modules_loaded = False
+def register_default_hooks() -> None:
+    """Register the after-compaction hooks every process needs: the resume states' refresh.
+
+    A plain import, not a module name in a string: the layering test sees this dependency. It
+    is imported here, when the first compaction ends, because `ctxd compact`, `ctxd inject`
+    and ContextAgent compact in processes that never load the daemon.
+    """
+    from summarizer.resume.writer import register_after_compaction
+
+    register_after_compaction()
 
 
 def run_after_compaction(conn: sqlite3.Connection, paths: StatePaths, config: Config) -> None:
     """Call every AFTER_COMPACTION hook; a failing hook is logged and the others still run."""
-    global _hook_modules_loaded
-    if not _hook_modules_loaded:
-        _hook_modules_loaded = True
-        for name in HOOK_MODULES:
-            try:
-                importlib.import_module(name)
-            except ModuleNotFoundError as e:
-                if e.name != name:
-                    log.exception("cannot import %s", name)
-            except Exception:
-                log.exception("cannot import %s", name)
+    try:
+        register_default_hooks()
+    except Exception:  # a broken feature must not stop the others' hooks
+        log.exception("cannot register the resume hook")
     for hook in list(hooks.AFTER_COMPACTION):
         try:
             hook(conn, paths, config)
