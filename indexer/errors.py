@@ -15,9 +15,16 @@ index's public API, so that callers above it catch ctxd's errors and never sqlit
 
 from __future__ import annotations
 
+import functools
 import sys
-from contextlib import ContextDecorator
-from types import TracebackType
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class CtxdError(Exception):
@@ -58,7 +65,7 @@ _CORRUPT = ("file is not a database", "malformed", "corrupt", "no such table", "
 _UNAVAILABLE = ("unable to open database file", "readonly database", "disk i/o error")
 
 
-class translate_sqlite_errors(ContextDecorator):
+class translate_sqlite_errors:
     """Context manager and decorator: sqlite3 errors inside become IndexAccessError subclasses.
 
     `where` names the database (a path) or the query, so the message says what failed. Used
@@ -68,6 +75,14 @@ class translate_sqlite_errors(ContextDecorator):
 
     def __init__(self, where: str = "index") -> None:
         self.where = where
+
+    def __call__(self, func: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(func)
+        def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with self:
+                return func(*args, **kwargs)
+
+        return guarded
 
     def __enter__(self) -> translate_sqlite_errors:
         return self
