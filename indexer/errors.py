@@ -5,7 +5,8 @@ CtxdError(Exception)
 ├── InvalidIdError       a session or agent id cannot become a path part
 ├── StateDirError        the state directory is missing, unwritable or unsafe
 └── IndexAccessError     the index cannot be used (sqlite3 errors become one of these)
-    ├── IndexBusyError        another process holds the writer lock or a database lock
+    ├── IndexBusyError        another process holds the writer lock (daemon.lock)
+    ├── IndexLockedError      SQLite stayed locked by another connection past its timeout
     ├── IndexCorruptError     index.db is damaged, not a database, or of an unknown schema
     └── IndexUnavailableError index.db is missing or cannot be opened
 
@@ -48,7 +49,15 @@ class IndexAccessError(CtxdError):
 
 
 class IndexBusyError(IndexAccessError):
-    """Another process holds the writer lock, or SQLite stayed locked past its timeout."""
+    """Another process holds the writer lock."""
+
+
+class IndexLockedError(IndexAccessError):
+    """SQLite stayed locked by another connection past its busy timeout.
+
+    Not an IndexBusyError: callers that fall back to the daemon when the writer lock is held
+    must not take a stuck database lock for a running daemon.
+    """
 
 
 class IndexCorruptError(IndexAccessError):
@@ -104,7 +113,7 @@ def translate(exc: BaseException, where: str = "index") -> IndexAccessError:
     text = str(exc)
     low = text.lower()
     if any(m in low for m in _BUSY):
-        return IndexBusyError(
+        return IndexLockedError(
             f"{where}: the index is locked by another process ({text}); retry in a moment, "
             "or stop the daemon with `ctxd stop`"
         )

@@ -63,7 +63,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
 
 @contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception; locks become IndexBusyError."""
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception; a stuck lock: IndexLockedError."""
     with _guard("transaction"), store.transaction(conn):
         yield
 

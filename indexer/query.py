@@ -2,7 +2,7 @@
 
 Every function takes a connection (from `open_index`, `indexer.store.connect` or the
 writer) and returns plain tuples or values; sqlite3's errors leave as ctxd's own
-(`IndexBusyError`, `IndexCorruptError`, `IndexUnavailableError`, see `indexer.errors`).
+(`IndexLockedError`, `IndexCorruptError`, `IndexUnavailableError`, see `indexer.errors`).
 Only sqlite3 is imported, so the light paths (`ctxd read`, `ctxd status`) stay light;
 queries that return whole entries live in `indexer.history`.
 """

@@ -15,6 +15,7 @@ from indexer.errors import (
     IndexAccessError,
     IndexBusyError,
     IndexCorruptError,
+    IndexLockedError,
     IndexUnavailableError,
     translate_sqlite_errors,
 )
@@ -31,16 +32,18 @@ def index_db(tmp_path: Path) -> Path:
     return paths.index_db
 
 
-def test_a_locked_index_gives_index_busy(index_db: Path) -> None:
+def test_a_locked_index_gives_index_locked(index_db: Path) -> None:
     holder = sqlite3.connect(index_db, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another writer holds the write lock
     waiter = sqlite3.connect(index_db, isolation_level=None, timeout=0)
     try:
-        with pytest.raises(IndexBusyError) as info, history.transaction(waiter):
+        with pytest.raises(IndexLockedError) as info, history.transaction(waiter):
             history.set_meta(waiter, "k", "v")
         assert "locked by another process" in str(info.value)
         assert "ctxd stop" in str(info.value)
         assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+        # Not the writer-lock error: callers that then ask the daemon must not see it.
+        assert not isinstance(info.value, IndexBusyError)
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -89,7 +92,7 @@ def test_every_translation_is_a_ctxd_error_and_other_errors_pass_through() -> No
         calls.append(1)
         raise sqlite3.OperationalError("database is locked")
 
-    with pytest.raises(IndexBusyError, match=r"^decorated: "):
+    with pytest.raises(IndexLockedError, match=r"^decorated: "):
         f()
     assert calls == [1]
 
