@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import stat
 import time
 from dataclasses import asdict, dataclass
@@ -226,7 +225,7 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
         quarantined = history.count(conn, "quarantine")
         last = history.get_meta(conn, "last_compaction", "")
         missing = int(history.get_meta(conn, "anomaly.missing", "0") or 0)
-    except (sqlite3.DatabaseError, IndexAccessError) as e:
+    except IndexAccessError as e:
         return [_damaged(paths, str(e))]
     finally:
         conn.close()
