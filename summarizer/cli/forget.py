@@ -90,8 +90,7 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
 def _sessions(conn: sqlite3.Connection, session_id: str | None, before_ns: int | None) -> list[str]:
     if session_id is not None:
         return [check_session_id(session_id)]
-    assert before_ns is not None
-    return query.session_ids_before(conn, before_ns)
+    return [] if before_ns is None else query.session_ids_before(conn, before_ns)
 
 
 def _delete_rows(conn: sqlite3.Connection, sessions: list[str], before_ns: int | None) -> int:
