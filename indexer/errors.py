@@ -86,10 +86,17 @@ class translate_sqlite_errors:
         self.where = where
 
     def __call__(self, func: Callable[_P, _R]) -> Callable[_P, _R]:
+        where = self.where
+
         @functools.wraps(func)
         def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            with self:
+            try:  # a bare try costs nothing until an exception: the hot queries stay fast
                 return func(*args, **kwargs)
+            except Exception as e:
+                sqlite3 = sys.modules.get("sqlite3")
+                if sqlite3 is not None and isinstance(e, sqlite3.Error):
+                    raise translate(e, where) from e
+                raise
 
         return guarded
 
