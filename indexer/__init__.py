@@ -1,5 +1,9 @@
 """ctxd's write path: the hook, the spool, and the SQLite index with per-agent views.
 
+The summarizer reads the index through `indexer.query`, `indexer.history` and `indexer.purge`
+(sqlite3 errors leave them as `IndexAccessError`s) and takes the helpers it needs from the
+names exported here; the other modules are internal (tests/test_layers.py checks it).
+
 Exports are resolved lazily (PEP 562) so that `ctxd-hook`, which imports `indexer.hook`
 and therefore this package first, loads no third-party module (ARCHITECTURE I1).
 """
@@ -14,15 +18,38 @@ if TYPE_CHECKING:
     from indexer.errors import (
         ConfigError,
         CtxdError,
+        IndexAccessError,
         IndexBusyError,
         IndexCorruptError,
+        IndexLockedError,
+        IndexUnavailableError,
         InvalidIdError,
         StateDirError,
+        translate_sqlite_errors,
     )
+    from indexer.fileio import sweep_temp_files, write_atomic
+    from indexer.hook import HOOK_FAILURES, failure_count
+    from indexer.ingest_lines import IngestStats
+    from indexer.lineguard import INT64_MAX
+    from indexer.locks import lock_is_held
     from indexer.models import Entry
+    from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
+    from indexer.release import malloc_trim, release_memory
+    from indexer.secret_scan import find_secrets
+    from indexer.spool import is_segment_name
+    from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot
+    from indexer.spool_retention import (
+        RetentionReport,
+        delete_segment,
+        prune_quarantine,
+        prune_spool,
+    )
+    from indexer.statedir import git_root
     from indexer.store import StoredEntry
-    from indexer.writer import catch_up, is_locked, open_writer, writer_lock
+    from indexer.view_writer import iso_utc
+    from indexer.views import rebuild_all
+    from indexer.writer import IndexWriter, catch_up, is_locked, lag, open_writer, writer_lock
 
 _EXPORTS = {
     "Config": "indexer.config",
@@ -32,6 +59,7 @@ _EXPORTS = {
     "CtxdError": "indexer.errors",
     "IndexBusyError": "indexer.errors",
     "IndexCorruptError": "indexer.errors",
+    "IndexLockedError": "indexer.errors",
     "InvalidIdError": "indexer.errors",
     "StateDirError": "indexer.errors",
     "Entry": "indexer.models",
@@ -42,25 +70,82 @@ _EXPORTS = {
     "is_locked": "indexer.writer",
     "open_writer": "indexer.writer",
     "writer_lock": "indexer.writer",
+    "IndexAccessError": "indexer.errors",
+    "IndexUnavailableError": "indexer.errors",
+    "translate_sqlite_errors": "indexer.errors",
+    "HOOK_FAILURES": "indexer.hook",
+    "failure_count": "indexer.hook",
+    "write_atomic": "indexer.fileio",
+    "sweep_temp_files": "indexer.fileio",
+    "iso_utc": "indexer.view_writer",
+    "rebuild_all": "indexer.views",
+    "AGENT_TOOLS": "indexer.normalize",
+    "EDIT_TOOLS": "indexer.normalize",
+    "INT64_MAX": "indexer.lineguard",
+    "lock_is_held": "indexer.locks",
+    "malloc_trim": "indexer.release",
+    "release_memory": "indexer.release",
+    "git_root": "indexer.statedir",
+    "is_segment_name": "indexer.spool",
+    "RetentionReport": "indexer.spool_retention",
+    "delete_segment": "indexer.spool_retention",
+    "prune_quarantine": "indexer.spool_retention",
+    "prune_spool": "indexer.spool_retention",
+    "SpoolSnapshot": "indexer.spool_changes",
+    "has_unread": "indexer.spool_changes",
+    "snapshot": "indexer.spool_changes",
+    "IngestStats": "indexer.ingest_lines",
+    "lag": "indexer.writer",
+    "IndexWriter": "indexer.writer",
+    "find_secrets": "indexer.secret_scan",
 }
 
 __all__ = [
+    "AGENT_TOOLS",
+    "EDIT_TOOLS",
+    "HOOK_FAILURES",
+    "INT64_MAX",
     "Config",
     "ConfigError",
     "CtxdError",
     "Entry",
+    "IndexAccessError",
     "IndexBusyError",
     "IndexCorruptError",
+    "IndexLockedError",
+    "IndexUnavailableError",
+    "IndexWriter",
+    "IngestStats",
     "InvalidIdError",
+    "RetentionReport",
+    "SpoolSnapshot",
     "StateDirError",
     "StatePaths",
     "StoredEntry",
     "catch_up",
+    "delete_segment",
+    "failure_count",
+    "find_secrets",
+    "git_root",
+    "has_unread",
     "is_locked",
+    "is_segment_name",
+    "iso_utc",
+    "lag",
     "load_config",
+    "lock_is_held",
+    "malloc_trim",
     "open_writer",
     "parse_config",
+    "prune_quarantine",
+    "prune_spool",
+    "rebuild_all",
+    "release_memory",
     "resolve_state_paths",
+    "snapshot",
+    "sweep_temp_files",
+    "translate_sqlite_errors",
+    "write_atomic",
     "writer_lock",
 ]
 

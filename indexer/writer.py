@@ -14,7 +14,7 @@ from pathlib import Path
 
 from indexer import store, views
 from indexer.config import Config, load_config
-from indexer.errors import IndexBusyError, StateDirError
+from indexer.errors import IndexBusyError, StateDirError, translate_sqlite_errors
 from indexer.fileio import sweep_temp_files
 from indexer.ingest import Ingestor, IngestStats
 from indexer.locks import lock_is_held
@@ -134,6 +134,7 @@ def open_writer(paths: StatePaths, config: Config | None = None) -> IndexWriter:
     return IndexWriter(paths, cfg, store.connect(paths.index_db))
 
 
+@translate_sqlite_errors("catch-up")
 def catch_up(
     paths: StatePaths, config: Config | None = None, *, wait_s: float = 5.0
 ) -> CatchUpResult:
@@ -163,6 +164,7 @@ def catch_up(
     return CatchUpResult(IngestStats(), by_daemon=True, caught_up=wait_for_daemon(paths, wait_s))
 
 
+@translate_sqlite_errors("lag")
 def lag(conn: sqlite3.Connection, spool: Path) -> tuple[int, int]:
     """Bytes and complete lines in the spool not yet indexed."""
     return spool_lag(spool, {name: st.offset for name, st in store.active_files(conn).items()})

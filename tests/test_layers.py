@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,18 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+def _target(module: str, name: str, mods: dict[str, Path]) -> str:
+    """The module `from module import name` loads: a submodule, the module a package's lazy
+    export (`_EXPORTS`) resolves to, or the module itself."""
+    if f"{module}.{name}" in mods:
+        return f"{module}.{name}"
+    if module in ("indexer", "summarizer"):
+        lazy = importlib.import_module(module)._EXPORTS.get(name)
+        if lazy:
+            return str(lazy)
+    return module
+
+
 def _edges() -> dict[str, set[str]]:
     """module -> internal modules it imports anywhere in its body (lazy imports included)."""
     mods = _modules()
@@ -125,10 +138,7 @@ def _edges() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [
-                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
-                    for a in node.names
-                ]
+                targets = [_target(node.module, a.name, mods) for a in node.names]
             for t in targets:
                 if t in mods and t != mod:
                     graph[mod].add(t)
@@ -229,3 +239,98 @@ def test_no_module_over_400_lines_and_each_has_a_docstring() -> None:
             undocumented.append(mod)
     assert not too_long, f"modules over {_MAX_LINES} lines: {too_long}"
     assert not undocumented, f"modules without a one-line docstring: {undocumented}"
+
+
+# --- The indexer's public API: what the summarizer may import --------------------------------
+
+# The indexer modules the summarizer may import (lazy imports included). `indexer` itself is
+# the package, whose lazy exports (`indexer._EXPORTS`) are the curated helpers; every other
+# module is internal. New public modules (a search or import API, say) are added here.
+PUBLIC_INDEXER_MODULES = frozenset(
+    {
+        "indexer",
+        "indexer.config",
+        "indexer.errors",
+        "indexer.history",
+        "indexer.hook",
+        "indexer.models",
+        "indexer.paths",
+        "indexer.purge",
+        "indexer.query",
+        "indexer.task_lookup",
+        "indexer.writer",
+    }
+)
+# Modules that run SQL of their own: the memory's tables (mem_*), which the summarizer owns.
+_OWN_SQL = {"summarizer.memory.merge", "summarizer.memory.store", "summarizer.memory.summary"}
+_SQL_TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(\w+)")
+
+
+def _indexer_imports(path: Path, mods: dict[str, Path]) -> list[str]:
+    """The indexer modules `path` names in its imports (not resolved through lazy exports)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "indexer"]
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.split(".")[0] == "indexer"
+        ):
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                found.append(sub if sub in mods else node.module)
+    return found
+
+
+def test_summarizer_imports_only_the_public_indexer_api() -> None:
+    mods = _modules()
+    bad = [
+        f"{mod} imports {target}"
+        for mod, path in mods.items()
+        if mod.startswith("summarizer")
+        for target in _indexer_imports(path, mods)
+        if target not in PUBLIC_INDEXER_MODULES
+    ]
+    assert not bad, (
+        "the summarizer reaches into indexer internals (use indexer.query/history/purge or a "
+        "name exported by the indexer package):\n" + "\n".join(bad)
+    )
+
+
+def test_public_indexer_modules_exist() -> None:
+    assert set(_modules()) >= PUBLIC_INDEXER_MODULES
+
+
+def test_the_layer_check_rejects_an_internal_import(tmp_path: Path) -> None:
+    # The check itself can fail: an import of indexer.store is reported, a façade one is not.
+    bad = tmp_path / "bad.py"
+    bad.write_text("from indexer import store, query\nfrom indexer.fileio import write_atomic\n")
+    found = set(_indexer_imports(bad, _modules())) - PUBLIC_INDEXER_MODULES
+    assert found == {"indexer.store", "indexer.fileio"}
+
+
+def test_summarizer_runs_sql_only_on_its_own_tables() -> None:
+    bad = []
+    for mod, path in _modules().items():
+        if not mod.startswith("summarizer"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("execute", "executemany", "executescript")
+                and mod not in _OWN_SQL
+            ):
+                bad.append(f"{mod}:{node.lineno} calls .{node.func.attr}()")
+        if mod in _OWN_SQL:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    for table in _SQL_TABLE.findall(node.value):
+                        if not table.startswith("mem_") and table != "sqlite_master":
+                            bad.append(f"{mod}:{node.lineno} names the index table {table}")
+    assert not bad, "SQL against the index belongs in indexer.query/history/purge:\n" + "\n".join(
+        bad
+    )

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from indexer import store
+from indexer import history, query
 from indexer.paths import StatePaths
 from indexer.writer import catch_up
 from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
@@ -40,17 +40,13 @@ def replay(project: Path, payloads: list[dict[str, object]]) -> float:
 
 def show_index(paths: StatePaths) -> None:
     """Print what the index holds: sessions, agents, view files, quarantine."""
-    conn = store.connect(paths.index_db, readonly=True)
+    conn = history.connect(paths.index_db, readonly=True)
     try:
-        for sid, title, events, status in conn.execute(
-            "SELECT session_id, title, events, status FROM sessions"
-        ):
+        for sid, title, events, status in query.session_table(conn):
             print(f"session {sid}  {events} events, {status}, title: {title!r}")
-        for agent_id, agent_type, status, cc in conn.execute(
-            "SELECT agent_id, agent_type, status, cc_agent_id FROM agents ORDER BY started_ns"
-        ):
+        for agent_id, agent_type, status, cc in query.agent_table(conn):
             print(f"  agent {agent_id:<48} {agent_type:<16} {status:<10} (Claude Code id {cc})")
-        print(f"  quarantined lines: {store.count(conn, 'quarantine')}")
+        print(f"  quarantined lines: {history.count(conn, 'quarantine')}")
     finally:
         conn.close()
     print("\nview files:")

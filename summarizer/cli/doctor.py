@@ -6,17 +6,15 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer import store
+from indexer import HOOK_FAILURES, failure_count, history, query
 from indexer.config import Config, load_config
-from indexer.errors import CtxdError
-from indexer.hook import HOOK_FAILURES, failure_count
+from indexer.errors import CtxdError, IndexAccessError
 from indexer.paths import StatePaths
 from indexer.writer import is_locked, lag
 from summarizer.cli.status import daemon_info
@@ -65,7 +63,7 @@ def project_root(paths: StatePaths) -> Path:
     """The project a state directory serves: the parent of `.ctxd`, else the hook's rule."""
     if paths.root.name == ".ctxd":
         return paths.root.parent
-    from indexer.statedir import git_root as _git_root
+    from indexer import git_root as _git_root
 
     env = os.environ.get("CLAUDE_PROJECT_DIR", "")
     return Path(env or _git_root(os.getcwd()) or os.getcwd())
@@ -216,18 +214,18 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
             )
         ]
     try:
-        conn = store.connect(paths.index_db, readonly=True)
+        conn = history.connect(paths.index_db, readonly=True)
     except CtxdError as e:
         return [Check("FAIL", "index", str(e), "ctxd rebuild")]
     try:
-        damage = _quick_check(conn)
+        damage = query.integrity_problems(conn)
         if damage:
             return [_damaged(paths, damage)]
         lag_bytes, lag_lines = lag(conn, paths.spool)
-        quarantined = store.count(conn, "quarantine")
-        last = store.get_meta(conn, "last_compaction", "")
-        missing = int(store.get_meta(conn, "anomaly.missing", "0") or 0)
-    except sqlite3.DatabaseError as e:
+        quarantined = history.count(conn, "quarantine")
+        last = history.get_meta(conn, "last_compaction", "")
+        missing = int(history.get_meta(conn, "anomaly.missing", "0") or 0)
+    except IndexAccessError as e:
         return [_damaged(paths, str(e))]
     finally:
         conn.close()
@@ -279,12 +277,6 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
             )
         )
     return checks
-
-
-def _quick_check(conn: sqlite3.Connection) -> str:
-    """SQLite's quick_check: "" if the file is sound, else its first complaints."""
-    rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
-    return "" if rows == ["ok"] else "; ".join(rows)
 
 
 def _damaged(paths: StatePaths, detail: str) -> Check:

@@ -11,13 +11,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer import store, views
+from indexer import (
+    RetentionReport,
+    delete_segment,
+    history,
+    is_segment_name,
+    purge,
+    query,
+    rebuild_all,
+)
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, check_session_id
-from indexer.spool import is_segment_name
-from indexer.spool_retention import RetentionReport, delete_segment
 from indexer.writer import open_writer, writer_lock
 from summarizer.common.cliargs import state_paths
+from summarizer.memory.store import drop_orphan_terms
 
 __all__ = ["ForgetReport", "cmd_forget", "forget"]
 
@@ -67,15 +74,14 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
             if report.sessions or report.rows:
                 # The project-wide view and the views of sessions that keep some entries
                 # still hold forgotten lines: rebuild every view from what is left.
-                views.rebuild_all(conn, paths)
+                rebuild_all(conn, paths)
             if report.sessions:
                 # Built from the memory of every session: rebuilt at the next compaction.
                 for name in os.listdir(paths.context) if paths.context.is_dir() else ():
                     _remove_tree(paths.context / name)
             # Deleted rows stay in free pages and in the WAL until both are rewritten (unless
             # SQLite was built with secure_delete on, which zeroes freed pages).
-            conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            purge.compact_file(conn)
         finally:
             writer.close()
     return report
@@ -84,27 +90,17 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
 def _sessions(conn: sqlite3.Connection, session_id: str | None, before_ns: int | None) -> list[str]:
     if session_id is not None:
         return [check_session_id(session_id)]
-    rows = conn.execute(
-        "SELECT session_id FROM sessions WHERE last_ns<? ORDER BY session_id", (before_ns,)
-    )
-    return [str(r[0]) for r in rows]
+    return [] if before_ns is None else query.session_ids_before(conn, before_ns)
 
 
 def _delete_rows(conn: sqlite3.Connection, sessions: list[str], before_ns: int | None) -> int:
-    existing = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
     count = 0
-    with store.transaction(conn):
-        for table in _SESSION_TABLES:
-            if table in existing:
-                for sid in sessions:
-                    cur = conn.execute(f"DELETE FROM {table} WHERE session_id=?", (sid,))
-                    count += cur.rowcount
-        if "mem_constraint_terms" in existing:
-            conn.execute(
-                "DELETE FROM mem_constraint_terms WHERE id NOT IN (SELECT id FROM mem_constraints)"
-            )
+    with history.transaction(conn):
+        for sid in sessions:
+            count += purge.delete_session_rows(conn, sid, _SESSION_TABLES)
+        drop_orphan_terms(conn)
         if before_ns is not None:
-            count += conn.execute("DELETE FROM quarantine WHERE ts_ns<?", (before_ns,)).rowcount
+            count += purge.delete_quarantine_before(conn, before_ns)
     return count
 
 
@@ -114,7 +110,7 @@ def _delete_spool(
     """Delete every indexed segment that holds a forgotten session (its other sessions are
     indexed already: the spool is only their buffer), or whose hour is before the date."""
     needles = [b'"' + sid.encode() + b'"' for sid in report.sessions]
-    known = store.active_files(conn)
+    known = history.active_files(conn)
     try:
         names = sorted(n for n in os.listdir(paths.spool) if n.endswith(".jsonl"))
     except FileNotFoundError:

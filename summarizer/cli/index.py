@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from indexer import store, views
+from indexer import history, rebuild_all
 from indexer.writer import catch_up, writer_lock
 from summarizer.common.cliargs import state_paths
 
@@ -32,9 +32,9 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     paths = state_paths(args)
     catch_up(paths)
     with writer_lock(paths, wait_s=10.0):
-        conn = store.connect(paths.index_db)
+        conn = history.connect(paths.index_db)
         try:
-            written = views.rebuild_all(conn, paths)
+            written = rebuild_all(conn, paths)
         finally:
             conn.close()
     print(f"rebuilt the views: {written} lines")

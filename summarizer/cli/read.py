@@ -17,7 +17,7 @@ from typing import Any
 
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
-from indexer.readonly import connect_readonly, count_agent_entries, index_is_current
+from indexer.query import connect_readonly, count_agent_entries, index_is_current
 from summarizer.cli.read_target import resolve_read_target
 from summarizer.common.cliargs import state_paths
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from indexer.readonly import latest_session_with_agent
+from indexer import query
 
 __all__ = ["resolve_read_target"]
 
@@ -27,29 +27,19 @@ def resolve_read_target(
     prefix or stamp that names no session or several.
     """
     if session_ref is None:
-        session_id = latest_session_with_agent(conn, agent_ref)
+        session_id = query.latest_session_with_agent(conn, agent_ref)
         if session_id is not None or agent_ref == "main":
             return session_id, agent_ref
-        row = conn.execute(
-            "SELECT a.session_id, a.agent_id FROM agent_aliases a"
-            " JOIN agents g ON g.session_id=a.session_id AND g.agent_id=a.agent_id"
-            " WHERE lower(a.alias)=? ORDER BY g.last_ns DESC LIMIT 1",
-            (agent_ref,),
-        ).fetchone()
-        return (str(row[0]), str(row[1])) if row else (None, agent_ref)
+        found = query.latest_agent_by_alias(conn, agent_ref)
+        return found if found else (None, agent_ref)
     session_id = _session(conn, session_ref)
     if agent_ref == "main" or _has_agent(conn, session_id, agent_ref):
         return session_id, agent_ref
-    row = conn.execute(
-        "SELECT agent_id FROM agent_aliases WHERE session_id=? AND lower(alias)=?",
-        (session_id, agent_ref),
-    ).fetchone()
-    return session_id, str(row[0]) if row else agent_ref
+    return session_id, query.alias_in_session(conn, session_id, agent_ref) or agent_ref
 
 
 def _session(conn: sqlite3.Connection, ref: str) -> str:
-    exact = conn.execute("SELECT 1 FROM sessions WHERE session_id=?", (ref,)).fetchone()
-    if exact or _FULL_UUID.fullmatch(ref.lower()):
+    if query.session_exists(conn, ref) or _FULL_UUID.fullmatch(ref.lower()):
         return ref
     from summarizer.resume.sessions import resolve_session
 
@@ -57,7 +47,4 @@ def _session(conn: sqlite3.Connection, ref: str) -> str:
 
 
 def _has_agent(conn: sqlite3.Connection, session_id: str, agent_id: str) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM agents WHERE session_id=? AND agent_id=?", (session_id, agent_id)
-    ).fetchone()
-    return row is not None
+    return query.has_agent(conn, session_id, agent_id)

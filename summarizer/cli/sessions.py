@@ -8,10 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-from indexer import store
+from indexer import history, write_atomic
 from indexer.config import load_config
 from indexer.errors import CtxdError
-from indexer.fileio import write_atomic
 from indexer.paths import StatePaths
 from summarizer.cli.doctor import project_root
 from summarizer.common.cliargs import state_paths
@@ -45,7 +44,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     catch_up_sessions(paths)
     infos = []
     if paths.index_db.exists():
-        conn = store.connect(paths.index_db, readonly=True)
+        conn = history.connect(paths.index_db, readonly=True)
         try:
             infos = list_sessions(conn, limit)
         finally:
@@ -81,7 +80,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     catch_up_sessions(paths, config)
     if not paths.index_db.exists():
         raise CtxdError(f"no sessions recorded yet in {paths.root}")
-    conn = store.connect(paths.index_db, readonly=True)
+    conn = history.connect(paths.index_db, readonly=True)
     try:
         info = resolve_session(conn, args.session)
         package = None if args.preview else resume_package(conn, paths, config, info)

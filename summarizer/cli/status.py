@@ -8,11 +8,10 @@ import sqlite3
 import time
 from typing import Any
 
+from indexer import failure_count, lock_is_held, query
 from indexer.errors import StateDirError
-from indexer.hook import failure_count
-from indexer.locks import lock_is_held
 from indexer.paths import StatePaths
-from indexer.readonly import connect_readonly, spool_lag
+from indexer.query import connect_readonly, spool_lag
 from summarizer.common.cliargs import state_paths
 
 __all__ = ["cmd_status", "daemon_info", "status_report"]
@@ -47,15 +46,10 @@ def status_report(paths: StatePaths) -> dict[str, Any]:
         return report
     conn = _connect(paths)
     try:
-        offsets = dict(conn.execute("SELECT name, offset FROM files WHERE active=1").fetchall())
+        offsets = query.active_offsets(conn)
         lag_bytes, lag_lines = spool_lag(paths.spool, offsets)
-        counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _TABLES]
-        meta = dict(
-            conn.execute(
-                "SELECT key, value FROM meta WHERE key IN ('last_ingest_ns', 'last_compaction')"
-                " OR key LIKE 'anomaly.%'"
-            ).fetchall()
-        )
+        counts = query.table_counts(conn, _TABLES)
+        meta = query.meta_values(conn, ("last_ingest_ns", "last_compaction"), "anomaly.")
     finally:
         conn.close()
     last = int(meta.get("last_ingest_ns", "0") or 0)
@@ -107,9 +101,7 @@ def _connect(paths: StatePaths) -> sqlite3.Connection:
     if conn is not None:
         return conn
     # Another schema version or a damaged file: the full store explains what is wrong.
-    from indexer import store
-
-    return store.connect(paths.index_db, readonly=True)
+    return query.open_index(paths.index_db)
 
 
 def _iso_utc(ts_ns: int) -> str:

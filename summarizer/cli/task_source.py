@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from indexer import store
+from indexer import history
 from indexer.task_lookup import completed_tasks, sessions_with_tasks
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
@@ -22,7 +22,7 @@ def sweep_completed(args: argparse.Namespace) -> list[str]:
     catch_up_sessions(paths)
     if not paths.index_db.exists():
         return []
-    conn = store.connect(paths.index_db, readonly=True)
+    conn = history.connect(paths.index_db, readonly=True)
     try:
         completed, _top = completed_tasks(conn)
     finally:
@@ -35,7 +35,7 @@ def claude_task(args: argparse.Namespace, task_id: str) -> dict[str, str]:
     paths = state_paths(args)
     catch_up_sessions(paths)
     if paths.index_db.exists():
-        conn = store.connect(paths.index_db, readonly=True)
+        conn = history.connect(paths.index_db, readonly=True)
         try:
             wanted = [args.session] if args.session else sessions_with_tasks(conn)
             for session_id in wanted:

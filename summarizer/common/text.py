@@ -6,7 +6,7 @@ import hashlib
 import re
 from typing import Any
 
-from indexer.normalize import AGENT_TOOLS
+from indexer import AGENT_TOOLS
 from summarizer.common.tokens import sanitize
 
 ITEM_CHARS = 300  # longest decision, constraint or failure text kept

@@ -6,8 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from indexer import IngestStats
 from indexer.config import Config
-from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
 from indexer.writer import IndexWriter
 

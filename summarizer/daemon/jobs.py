@@ -18,12 +18,11 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from indexer import store
-from indexer.release import malloc_trim, release_memory
+from indexer import history, malloc_trim, release_memory
 from summarizer.memory import hooks
 
 if TYPE_CHECKING:
-    from indexer.ingest import IngestStats
+    from indexer import IngestStats
     from summarizer.daemon.host import DaemonHost as Daemon
 
 log = logging.getLogger("ctxd.jobs")
@@ -80,7 +79,7 @@ class CompactionJobs:
 
         daemon = self.daemon
         if daemon.writer is not None:
-            self._seen_id = store.max_entry_id(daemon.writer.conn)
+            self._seen_id = history.max_entry_id(daemon.writer.conn)
         try:
             (daemon.paths.root / REQUEST_FILE).unlink()  # the startup run covers it
         except FileNotFoundError:
@@ -149,15 +148,12 @@ class CompactionJobs:
         if daemon.writer is None:
             return
         conn = daemon.writer.conn  # this runs in the ingest thread, the connection's owner
-        top = store.max_entry_id(conn)
+        top = history.max_entry_id(conn)
         if top <= self._seen_id:
             return
-        marks = ",".join("?" * (len(COMPLETION_EVENTS) + len(IMMEDIATE_EVENTS)))
-        rows = conn.execute(
-            f"SELECT session_id, event, agent_id, detail FROM entries WHERE id>? AND id<=?"
-            f" AND event IN ({marks}) ORDER BY id",
-            (self._seen_id, top, *COMPLETION_EVENTS, *IMMEDIATE_EVENTS),
-        ).fetchall()
+        rows = history.events_between(
+            conn, self._seen_id, top, (*COMPLETION_EVENTS, *IMMEDIATE_EVENTS)
+        )
         self._seen_id = top
         immediate: list[str] = []
         for session_id, event, agent_id, detail in rows:
@@ -219,11 +215,11 @@ class CompactionJobs:
         from summarizer.memory.compact import compact_and_publish, published_watermark
 
         if self._conn is None:
-            self._conn = store.connect(self.daemon.paths.index_db)
+            self._conn = history.connect(self.daemon.paths.index_db)
             # Compaction reads entries in id order: a small page cache serves it as well, and
             # the daemon's memory stays bounded while ingest keeps its own larger cache.
-            self._conn.execute(f"PRAGMA cache_size=-{COMPACTION_CACHE_KIB}")
-        if trigger == "interval" and published_watermark(self._conn) >= store.max_entry_id(
+            history.set_cache_size(self._conn, COMPACTION_CACHE_KIB)
+        if trigger == "interval" and published_watermark(self._conn) >= history.max_entry_id(
             self._conn
         ):
             self.skipped += 1  # nothing new since the last publication: no tokenizer, no writes

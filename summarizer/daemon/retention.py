@@ -9,10 +9,9 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from indexer import store, view_rebuild
+from indexer import RetentionReport, prune_quarantine, prune_spool, purge
 from indexer.config import Config
 from indexer.paths import StatePaths, is_valid_session_id
-from indexer.spool_retention import RetentionReport, prune_quarantine, prune_spool
 
 if TYPE_CHECKING:
     from summarizer.daemon.host import DaemonHost as Daemon
@@ -43,20 +42,7 @@ def prune_index(
     if index_days <= 0:
         return 0, 0
     cutoff_ns = int(((now if now is not None else time.time()) - index_days * 86400) * 1e9)
-    gone = [
-        str(r[0])
-        for r in conn.execute("SELECT session_id FROM sessions WHERE last_ns<?", (cutoff_ns,))
-    ]
-    with store.transaction(conn):
-        entries = conn.execute("DELETE FROM entries WHERE ts_ns<?", (cutoff_ns,)).rowcount
-        for sid in gone:
-            for table in ("sessions", "agents", "agent_aliases", "dirty_views"):
-                conn.execute(f"DELETE FROM {table} WHERE session_id=?", (sid,))
-        if entries or gone:
-            view_rebuild.request(conn)
-    if entries or gone:
-        with store.transaction(conn):
-            view_rebuild.rebuild(conn, paths)
+    entries, gone = purge.expire_before(conn, paths, cutoff_ns)
     for sid in gone:
         if is_valid_session_id(sid):
             for folder in (paths.sessions / sid, paths.resume / sid):

@@ -20,13 +20,19 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, cast
 
-from indexer import store
+from indexer import (
+    IngestStats,
+    SpoolSnapshot,
+    has_unread,
+    history,
+    query,
+    snapshot,
+    sweep_temp_files,
+    write_atomic,
+)
 from indexer.config import Config, load_config
 from indexer.errors import IndexBusyError
-from indexer.fileio import sweep_temp_files, write_atomic
-from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
-from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot
 from indexer.writer import IndexWriter, lag, open_writer, writer_lock
 from summarizer.daemon.host import BatchListener
 
@@ -220,7 +226,7 @@ class Daemon:
 
     def _offsets(self) -> dict[str, int]:
         assert self.writer is not None
-        return {n: f.offset for n, f in store.active_files(self.writer.conn).items()}
+        return query.active_offsets(self.writer.conn)
 
     def _heartbeat(self) -> None:
         assert self.writer is not None
@@ -232,7 +238,7 @@ class Daemon:
                 "heartbeat": time.time(),
                 "lag_bytes": lag_bytes,
                 "lag_lines": lag_lines,
-                "entries": store.max_entry_id(self.writer.conn),
+                "entries": history.max_entry_id(self.writer.conn),
                 "passes": self.passes,
                 "skipped": self.skipped,
                 "last_lines_at": self.last_lines_at,

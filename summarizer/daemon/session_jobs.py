@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
-from indexer import store
+from indexer import IngestStats, history
 from indexer.config import Config
-from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
 from summarizer.daemon.retention import start_retention_job
 from summarizer.resume import writer as resume
-from summarizer.resume.todos import TODO_SQL_FILTER, session_todos, write_todos
+from summarizer.resume.todos import session_todos, write_todos
 
 if TYPE_CHECKING:
     from summarizer.daemon.host import DaemonHost as Daemon
@@ -40,16 +38,12 @@ def sync_sessions(
     state already covers that event (so a restart or a reset watermark never re-arms a
     context the SessionStart hook has consumed).
     """
-    top = store.max_entry_id(conn)
+    top = history.max_entry_id(conn)
     if top <= after_id:
         return after_id
     todo_sessions: dict[str, None] = {}
     triggers: dict[str, tuple[str, int]] = {}
-    rows = conn.execute(
-        "SELECT session_id, event, id FROM entries WHERE id>? AND id<=?"
-        f" AND ({TODO_SQL_FILTER} OR event IN ('pre_compact','session_end')) ORDER BY id",
-        (after_id, top),
-    )
+    rows = history.todo_and_trigger_events(conn, after_id, top)
     for session_id, event, entry_id in rows:
         if event in _TRIGGERS:
             triggers[str(session_id)] = (str(event), int(entry_id))
@@ -83,11 +77,11 @@ class SessionListener:
             if daemon.writer is None:
                 return
             conn = daemon.writer.conn
-            after = int(store.get_meta(conn, WATERMARK_KEY, "0") or 0)
+            after = int(history.get_meta(conn, WATERMARK_KEY, "0") or 0)
             top = sync_sessions(conn, daemon.paths, daemon.config, after)
             if top != after:
-                with store.transaction(conn):
-                    store.set_meta(conn, WATERMARK_KEY, str(top))
+                with history.transaction(conn):
+                    history.set_meta(conn, WATERMARK_KEY, str(top))
 
 
 def attach(daemon: Daemon) -> None:
@@ -102,10 +96,6 @@ def attach(daemon: Daemon) -> None:
     from summarizer.daemon import task_jobs
 
     task_jobs.attach(daemon)
-    try:
-        importlib.import_module("summarizer.daemon.jobs")  # the compaction scheduler, if present
-    except ImportError:
-        return
     resume.register_after_compaction()
 
 
@@ -121,13 +111,13 @@ def catch_up_sessions(paths: StatePaths, config: Config | None = None) -> None:
         return  # the daemon's listener does it
     try:
         with writer_lock(paths, wait_s=0.5):
-            conn = store.connect(paths.index_db)
+            conn = history.connect(paths.index_db)
             try:
-                after = int(store.get_meta(conn, WATERMARK_KEY, "0") or 0)
+                after = int(history.get_meta(conn, WATERMARK_KEY, "0") or 0)
                 top = sync_sessions(conn, paths, cfg, after)
                 if top != after:
-                    with store.transaction(conn):
-                        store.set_meta(conn, WATERMARK_KEY, str(top))
+                    with history.transaction(conn):
+                        history.set_meta(conn, WATERMARK_KEY, str(top))
             finally:
                 conn.close()
     except IndexBusyError:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from indexer import store
-from indexer.ingest import IngestStats
+from indexer import IngestStats, history
 from indexer.task_lookup import completed_tasks
 from summarizer.tasks.lifecycle import purge_completed
 
@@ -29,7 +28,7 @@ class TaskListener:
             if daemon.writer is None:
                 return
             conn = daemon.writer.conn
-            after = int(store.get_meta(conn, WATERMARK_KEY, "0") or 0)
+            after = int(history.get_meta(conn, WATERMARK_KEY, "0") or 0)
             completed, top = completed_tasks(conn, after)
             if top == after:
                 return
@@ -39,8 +38,8 @@ class TaskListener:
             except Exception:
                 log.exception("purging completed task contexts failed; the next batch retries")
                 return
-            with store.transaction(conn):
-                store.set_meta(conn, WATERMARK_KEY, str(top))
+            with history.transaction(conn):
+                history.set_meta(conn, WATERMARK_KEY, str(top))
 
 
 def attach(daemon: Daemon) -> None:

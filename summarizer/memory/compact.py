@@ -10,7 +10,6 @@ context files covering every entry indexed at the time of the request (meta `mem
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import sqlite3
 import time
@@ -18,12 +17,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer import store
+from indexer import history, iso_utc, write_atomic
 from indexer.config import Config
 from indexer.errors import CtxdError, IndexBusyError
-from indexer.fileio import write_atomic
 from indexer.paths import StatePaths
-from indexer.views import iso_utc
 from indexer.writer import catch_up, is_locked, writer_lock
 from summarizer.common.tokens import get_counter
 from summarizer.memory import hooks
@@ -34,8 +31,6 @@ from summarizer.memory.summary import Published, publish
 log = logging.getLogger("ctxd.compact")
 
 REQUEST_FILE = "compact.request"
-# Modules that register AFTER_COMPACTION hooks when imported (the resume feature).
-HOOK_MODULES = ("summarizer.resume.writer",)
 _POLL_S = 0.05
 
 
@@ -57,7 +52,7 @@ class CompactionResult:
 
 def published_watermark(conn: sqlite3.Connection) -> int:
     """The entry id the context files cover (0 before the first publication)."""
-    return int(store.get_meta(conn, "mem.published", "0") or 0)
+    return int(history.get_meta(conn, "mem.published", "0") or 0)
 
 
 def compact_and_publish(
@@ -84,10 +79,10 @@ def compact_and_publish(
         conn, paths, memory, cfg, counter, trigger=trigger, backend=backend_for(cfg, counter)
     )
     with guard:
-        with store.transaction(conn):
-            store.set_meta(conn, "mem.published", str(memory.watermark))
-            store.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
-            store.set_meta(conn, "last_compaction_trigger", trigger)
+        with history.transaction(conn):
+            history.set_meta(conn, "mem.published", str(memory.watermark))
+            history.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
+            history.set_meta(conn, "last_compaction_trigger", trigger)
         run_after_compaction(conn, paths, config)
     try:
         from summarizer.memory.injection import prebuild_injection
@@ -108,22 +103,24 @@ def compact_and_publish(
     return CompactionResult(False, memory.watermark, new_d, new_f, stats, result)
 
 
-_hook_modules_loaded = False
+def register_default_hooks() -> None:
+    """Register the after-compaction hooks every process needs: the resume states' refresh.
+
+    A plain import, not a module name in a string: the layering test sees this dependency. It
+    is imported here, when the first compaction ends, because `ctxd compact`, `ctxd inject`
+    and ContextAgent compact in processes that never load the daemon.
+    """
+    from summarizer.resume.writer import register_after_compaction
+
+    register_after_compaction()
 
 
 def run_after_compaction(conn: sqlite3.Connection, paths: StatePaths, config: Config) -> None:
     """Call every AFTER_COMPACTION hook; a failing hook is logged and the others still run."""
-    global _hook_modules_loaded
-    if not _hook_modules_loaded:
-        _hook_modules_loaded = True
-        for name in HOOK_MODULES:
-            try:
-                importlib.import_module(name)
-            except ModuleNotFoundError as e:
-                if e.name != name:
-                    log.exception("cannot import %s", name)
-            except Exception:
-                log.exception("cannot import %s", name)
+    try:
+        register_default_hooks()
+    except Exception:  # a broken feature must not stop the others' hooks
+        log.exception("cannot register the resume hook")
     for hook in list(hooks.AFTER_COMPACTION):
         try:
             hook(conn, paths, config)
@@ -148,7 +145,7 @@ def compact_now(
     if not is_locked(paths):
         try:
             with writer_lock(paths, wait_s=0.5):
-                conn = store.connect(paths.index_db)
+                conn = history.connect(paths.index_db)
                 try:
                     return compact_and_publish(conn, paths, config, trigger=trigger)
                 finally:
@@ -162,10 +159,10 @@ def request_compaction(paths: StatePaths, *, timeout_s: float) -> CompactionResu
     """Ask the running daemon to compact; wait until it has published everything indexed now."""
     if not paths.index_db.exists():
         return CompactionResult(True, 0)
-    conn = store.connect(paths.index_db, readonly=True)
+    conn = history.connect(paths.index_db, readonly=True)
     try:
         before = published_watermark(conn)
-        target = store.max_entry_id(conn)
+        target = history.max_entry_id(conn)
         if before < target:
             write_atomic(paths.root / REQUEST_FILE, str(target).encode())
             deadline = time.monotonic() + timeout_s

@@ -6,9 +6,8 @@ import json
 import re
 from typing import Any
 
-from indexer.lineguard import INT64_MAX
+from indexer import AGENT_TOOLS, EDIT_TOOLS, INT64_MAX
 from indexer.models import Entry
-from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
 from summarizer.common.text import (
     DECISION_RE,
     ITEM_CHARS,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from indexer import hook, store
+from indexer import history, hook
 from indexer.config import Config, load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
@@ -92,7 +92,7 @@ class ContextAgent:
         if not self.paths.index_db.exists():
             return empty_injection()
         counter = get_counter(cfg.encoding)
-        conn = store.connect(self.paths.index_db, readonly=True)
+        conn = history.connect(self.paths.index_db, readonly=True)
         try:
             if not has_memory(conn):
                 return empty_injection()
@@ -120,11 +120,11 @@ class ContextAgent:
         if not paths.root.is_dir():
             return
         if paths.index_db.exists():
-            conn = store.connect(paths.index_db, readonly=True)
+            conn = history.connect(paths.index_db, readonly=True)
             try:
                 current = lag(conn, paths.spool)[0] == 0 and published_watermark(
                     conn
-                ) >= store.max_entry_id(conn)
+                ) >= history.max_entry_id(conn)
             finally:
                 conn.close()
             if current:

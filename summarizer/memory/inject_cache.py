@@ -17,9 +17,9 @@ import json
 import os
 from typing import Any
 
-from indexer.fileio import write_atomic
+from indexer import query, write_atomic
 from indexer.paths import StatePaths
-from indexer.readonly import connect_readonly, index_is_current
+from indexer.query import connect_readonly, index_is_current
 
 __all__ = [
     "CACHE_FILE",
@@ -111,10 +111,7 @@ def current_watermark(paths: StatePaths) -> int | None:
     try:
         if not index_is_current(conn, paths.spool):
             return None
-        row = conn.execute("SELECT value FROM meta WHERE key='mem.published'").fetchone()
-        published = int(row[0]) if row and row[0] else 0
-        top = conn.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]
-        return published if published >= int(top) else None
+        return query.published_if_level(conn)
     finally:
         conn.close()
 

@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import astuple
 from typing import Any, TypeVar
 
-from indexer import store
+from indexer import history
 from indexer.config import SummarizerConfig
 from summarizer.common import text as tx
 from summarizer.memory import extract as ex
@@ -17,11 +17,6 @@ from summarizer.memory.tables import TABLES, ConstraintRow, DecisionRow, Failure
 # How far back (in entry ids) the edits that explain a fix are looked for: bounded, so the
 # cost of resolving a failure does not grow with history.
 PREVENTION_WINDOW = 5000
-_EDIT_QUERY = (
-    "SELECT files, detail, tool_name, cwd FROM entries WHERE id>? AND id<? AND session_id=?"
-    " AND event='tool_result' AND tool_name IN ('Edit','Write','MultiEdit','NotebookEdit')"
-    " ORDER BY id DESC LIMIT 20"
-)
 
 R = TypeVar("R")
 
@@ -46,9 +41,9 @@ class MemoryFold:
         self.features: dict[str, dict[str, Any]] = {}
         self.files: dict[str, list[Any]] = {}
         self.sessions: dict[str, dict[str, Any]] = {}
-        self.current_feature = store.get_meta(conn, "mem.current_feature", "")
-        self.last_session = store.get_meta(conn, "mem.last_session", "")
-        self.last_ns = int(store.get_meta(conn, "mem.last_ns", "0") or 0)
+        self.current_feature = history.get_meta(conn, "mem.current_feature", "")
+        self.last_session = history.get_meta(conn, "mem.last_session", "")
+        self.last_ns = int(history.get_meta(conn, "mem.last_ns", "0") or 0)
         self.new_decisions = 0
         self.new_failures = 0
 
@@ -195,8 +190,8 @@ class MemoryFold:
     def _prevention(self, failed_id: int, o: ex.SuccessObs) -> str:
         low = max(failed_id, o.at.entry_id - PREVENTION_WINDOW)
         edits: list[tuple[str, str]] = []
-        for files, detail, tool, cwd in self.conn.execute(
-            _EDIT_QUERY, (low, o.at.entry_id, o.at.session_id)
+        for files, detail, tool, cwd in history.recent_edits(
+            self.conn, low, o.at.entry_id, o.at.session_id
         ):
             try:
                 tool_input = json.loads(detail).get("input") or {}
@@ -383,4 +378,4 @@ class MemoryFold:
             ("mem.last_session", self.last_session),
             ("mem.last_ns", str(self.last_ns)),
         ):
-            store.set_meta(self.conn, key, value)
+            history.set_meta(self.conn, key, value)

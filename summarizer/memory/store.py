@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from indexer import store
+from indexer import history
 from indexer.config import Config, SummarizerConfig
 from summarizer.common.models import Constraint, Decision, Failure, Feature, Memory
 from summarizer.memory.extract import observe
@@ -56,15 +56,15 @@ def has_memory(conn: sqlite3.Connection) -> bool:
 def ensure_schema(conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
     """Create the memory tables if needed; re-rank stored items if the ranking config changed."""
     fingerprint = rank_config(cfg)
-    if has_memory(conn) and store.get_meta(conn, "mem.rank_config") == fingerprint:
+    if has_memory(conn) and history.get_meta(conn, "mem.rank_config") == fingerprint:
         return
-    with store.transaction(conn):
+    with history.transaction(conn):
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
-        if store.get_meta(conn, "mem.rank_config") != fingerprint:
+        if history.get_meta(conn, "mem.rank_config") != fingerprint:
             _rerank(conn, cfg)
-            store.set_meta(conn, "mem.rank_config", fingerprint)
+            history.set_meta(conn, "mem.rank_config", fingerprint)
 
 
 def _rerank(conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
@@ -82,7 +82,7 @@ def _rerank(conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
 
 def watermark(conn: sqlite3.Connection) -> int:
     """The last entry id the memory covers (0 before the first compaction)."""
-    return int(store.get_meta(conn, "mem.watermark", "0") or 0)
+    return int(history.get_meta(conn, "mem.watermark", "0") or 0)
 
 
 def compact(
@@ -112,8 +112,8 @@ def compact(
             if max_entries is None
             else min(batch_entries, max_entries - stats.entries)
         )
-        with lock if lock is not None else contextlib.nullcontext(), store.transaction(conn):
-            batch = store.entries_after(conn, watermark(conn), limit)
+        with lock if lock is not None else contextlib.nullcontext(), history.transaction(conn):
+            batch = history.entries_after(conn, watermark(conn), limit)
             if not batch:
                 break
             fold = MemoryFold(conn, cfg)
@@ -172,7 +172,7 @@ def load_memory(
     cfg = _summarizer_config(config)
     if not has_memory(conn):
         return Memory()
-    ref = int(store.get_meta(conn, "mem.last_ns", "0") or 0)
+    ref = int(history.get_meta(conn, "mem.last_ns", "0") or 0)
     hl = cfg.recency_half_life_h
     decisions = [
         Decision(
@@ -261,3 +261,11 @@ def count_new(conn: sqlite3.Connection, after_id: int) -> tuple[int, int]:
     d = conn.execute("SELECT count(*) FROM mem_decisions WHERE entry_id>?", (after_id,)).fetchone()
     f = conn.execute("SELECT count(*) FROM mem_failures WHERE entry_id>?", (after_id,)).fetchone()
     return int(d[0]), int(f[0])
+
+
+def drop_orphan_terms(conn: sqlite3.Connection) -> None:
+    """Delete the search terms of constraints that are gone (after `ctxd forget`)."""
+    if has_memory(conn):
+        conn.execute(
+            "DELETE FROM mem_constraint_terms WHERE id NOT IN (SELECT id FROM mem_constraints)"
+        )

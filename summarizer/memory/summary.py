@@ -9,11 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer import store
+from indexer import history, iso_utc, query, write_atomic
 from indexer.config import SummarizerConfig
-from indexer.fileio import write_atomic
 from indexer.paths import StatePaths
-from indexer.views import iso_utc
 from summarizer.common.models import Memory
 from summarizer.common.text import clip
 from summarizer.common.tokens import TokenCounter
@@ -54,13 +52,9 @@ def summary_lines(
     It describes `session_id`, by default the latest session with Claude Code activity.
     """
     if session_id is None:
-        session_id = store.get_meta(conn, "mem.last_session", "")
+        session_id = history.get_meta(conn, "mem.last_session", "")
     lines: list[str] = []
-    sess = conn.execute(
-        "SELECT title, first_prompt, events, failures, compactions, last_ns, status"
-        " FROM sessions WHERE session_id=?",
-        (session_id,),
-    ).fetchone()
+    sess = query.session_stats(conn, session_id)
     mine = conn.execute(
         "SELECT todos, prompt, report, compact FROM mem_sessions WHERE session_id=?",
         (session_id,),
@@ -136,17 +130,10 @@ def _feature_lines(memory: Memory) -> list[str]:
 
 
 def _agent_lines(conn: sqlite3.Connection, session_id: str) -> list[str]:
-    total, completed = conn.execute(
-        "SELECT count(*), coalesce(sum(status='completed'), 0) FROM agents WHERE session_id=?",
-        (session_id,),
-    ).fetchone()
+    total, completed = query.agent_counts(conn, session_id)
     if not total:
         return []
-    recent = conn.execute(
-        "SELECT agent_type, description, status FROM agents WHERE session_id=?"
-        " ORDER BY last_ns DESC LIMIT 5",
-        (session_id,),
-    ).fetchall()
+    recent = [(t, d, s) for _, t, s, d in query.recent_agents(conn, session_id, 5)]
     shown = [f'{t or "agent"} "{clip(d, 60)}" ({s})' if d else f"{t} ({s})" for t, d, s in recent]
     return [f"Agents: {total} started, {completed} completed — recent: {'; '.join(shown)}."]
 
@@ -205,7 +192,7 @@ def publish(
             "maxTokens": cfg.summary_max_tokens,
             "backend": used,
             "trigger": trigger,
-            "sessionId": store.get_meta(conn, "mem.last_session", ""),
+            "sessionId": history.get_meta(conn, "mem.last_session", ""),
         },
     )
     limit = cfg.context_file_max_tokens

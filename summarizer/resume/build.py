@@ -7,7 +7,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from indexer import store
+from indexer import history, query
 from indexer.config import load_config
 from indexer.paths import StatePaths
 from indexer.writer import catch_up, is_locked
@@ -31,7 +31,7 @@ def build_for_session_start(state_dir: str, session_id: str, source: str, deadli
     catch_up(paths, config, wait_s=wait_s)
     if not paths.index_db.exists():
         return ""
-    conn = store.connect(paths.index_db, readonly=True)
+    conn = history.connect(paths.index_db, readonly=True)
     try:
         target = target_session(conn, session_id, source)
         if not target:
@@ -48,18 +48,9 @@ def build_for_session_start(state_dir: str, session_id: str, source: str, deadli
 def target_session(conn: sqlite3.Connection, session_id: str, source: str) -> str:
     """The session whose work is resumed: this one if it has history; after `/clear` (a new
     session id) the session that just ended with reason `clear`; else ""."""
-    own = conn.execute(
-        "SELECT 1 FROM entries WHERE session_id=? AND event<>'session_start' LIMIT 1",
-        (session_id,),
-    ).fetchone()
-    if own:
+    if query.has_history(conn, session_id):
         return session_id
     if source != "clear":
         return ""
     since = time.time_ns() - int(CLEAR_HANDOFF_S * 1e9)
-    row = conn.execute(
-        "SELECT session_id FROM sessions WHERE session_id<>? AND status='ended'"
-        " AND end_reason='clear' AND last_ns>=? ORDER BY last_ns DESC LIMIT 1",
-        (session_id, since),
-    ).fetchone()
-    return str(row[0]) if row else ""
+    return query.clear_handoff_session(conn, session_id, since)

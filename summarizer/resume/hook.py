@@ -237,7 +237,7 @@ def _notes(
 def _wait_for_prebuilt(
     state_dir: str, session_id: str, newest: int, wait_s: float, consume: bool
 ) -> str | None:
-    from indexer.locks import lock_is_held
+    from indexer import lock_is_held
 
     folder = os.path.join(state_dir, "resume", session_id)
     deadline = time.monotonic() + wait_s

@@ -10,11 +10,10 @@ from typing import Any
 
 import msgspec
 
-from indexer import store
+from indexer import history, iso_utc, query
 from indexer.config import Config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
-from indexer.views import iso_utc
 from summarizer.common.plain import is_meaningful_request
 from summarizer.resume import writer as resume
 from summarizer.resume.todos import open_todos, read_todos_file
@@ -80,13 +79,6 @@ def session_title(title: str, first_prompt: str, limit: int = 80) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
-_SELECT = (
-    "SELECT s.session_id, s.first_ns, s.last_ns, s.cwd, s.title, s.first_prompt, s.events,"
-    " s.failures, s.status, s.end_reason, s.compactions,"
-    " (SELECT count(*) FROM agents a WHERE a.session_id=s.session_id) FROM sessions s"
-)
-
-
 def _info(row: Any) -> SessionInfo:
     return SessionInfo(
         session_id=str(row[0]),
@@ -106,10 +98,7 @@ def _info(row: Any) -> SessionInfo:
 
 def list_sessions(conn: sqlite3.Connection, limit: int | None = None) -> list[SessionInfo]:
     """Every session, newest start first (ties by id, so the order is stable)."""
-    sql = _SELECT + " ORDER BY s.first_ns DESC, s.session_id"
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    return [_info(r) for r in conn.execute(sql)]
+    return [_info(r) for r in query.session_rows(conn, limit=limit)]
 
 
 def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionInfo:
@@ -118,14 +107,10 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> SessionInfo:
     key = ref.strip().lower()
     if not key:
         raise SessionNotFoundError("empty session reference; run `ctxd sessions` to list them")
-    exact = conn.execute(_SELECT + " WHERE lower(s.session_id)=?", (key,)).fetchall()
+    exact = query.session_rows(conn, session_id=key)
     if len(exact) == 1:
         return _info(exact[0])
-    like = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    rows = conn.execute(
-        _SELECT + " WHERE lower(s.session_id) LIKE ? ESCAPE '\\' ORDER BY s.first_ns DESC",
-        (like,),
-    ).fetchall()
+    rows = query.session_rows(conn, id_prefix=key)
     found = {str(r[0]): _info(r) for r in rows}
     if _STAMP_RE.fullmatch(key):
         by_stamp = [i for i in list_sessions(conn) if i.stamp.startswith(key)]
@@ -165,16 +150,8 @@ def resume_package(
     state_file = paths.resume / info.session_id / resume.STATE_FILE
     if saved is None and state_file.exists():
         notes.append(f"{state_file} is not valid JSON; it is rewritten at the next compaction")
-    rows = conn.execute(
-        f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=? ORDER BY id DESC LIMIT ?",
-        (info.session_id, _LAST_ENTRIES),
-    ).fetchall()
-    last = [store.row_to_entry(r).entry for r in reversed(rows)]
-    agents = conn.execute(
-        "SELECT agent_id, agent_type, status, description FROM agents WHERE session_id=?"
-        " ORDER BY last_ns DESC LIMIT 10",
-        (info.session_id,),
-    ).fetchall()
+    last = history.session_entries(conn, info.session_id, _LAST_ENTRIES)
+    agents = query.recent_agents(conn, info.session_id, 10)
     return {
         "session": {**info.to_dict(), "title": info.title or state.title},
         # This session's own compaction summary only: the project's running summary may be

@@ -21,7 +21,7 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
     try:
         import fcntl
 
-        from indexer.locks import lock_is_held
+        from indexer import lock_is_held
 
         if lock_is_held(os.path.join(state_dir, "daemon.lock")):
             return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from indexer.fileio import write_atomic
+from indexer import write_atomic
 from indexer.paths import StatePaths, ensure_private_dir
 from summarizer.common.plain import clean_line
 from summarizer.resume.files import STARTUP_FILE

@@ -9,10 +9,8 @@ from typing import Any
 
 import msgspec
 
-from indexer import store
+from indexer import EDIT_TOOLS, history, iso_utc, query
 from indexer.models import Entry
-from indexer.normalize import EDIT_TOOLS
-from indexer.views import iso_utc
 from summarizer.common.models import Memory
 from summarizer.common.plain import (
     clean_line,
@@ -145,52 +143,29 @@ class SessionFacts:
 def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
     """Read the facts of one session with a few bounded queries (cost independent of length)."""
     facts = SessionFacts(session_id)
-    row = conn.execute(
-        "SELECT title, first_prompt, first_ns, cwd FROM sessions WHERE session_id=?",
-        (session_id,),
-    ).fetchone()
-    if row:
-        facts.title = str(row[0]) or _title_from(conn, session_id, str(row[1]))
-        facts.first_ns, facts.cwd = int(row[2]), str(row[3])
+    header = query.session_header(conn, session_id)
+    if header:
+        facts.title = header[0] or _title_from(conn, session_id, header[1])
+        facts.first_ns, facts.cwd = header[2], header[3]
 
-    def entries(where: str, limit: int) -> list[Entry]:
-        rows = conn.execute(
-            f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=? AND {where}"
-            " ORDER BY id DESC LIMIT ?",
-            (session_id, limit),
-        ).fetchall()
-        return [store.row_to_entry(r).entry for r in rows]
+    def entries(kind: str, limit: int) -> list[Entry]:
+        return history.recent_entries(conn, session_id, kind, limit)
 
-    marks = ",".join(f"'{e}'" for e in _TOOL_EVENTS)
-    facts.tool_calls = entries(f"event IN ({marks})", RECENT_TOOL_CALLS)
-    facts.file_events = entries("files<>'' AND event IN ('tool_use','tool_result')", 400)
-    facts.failures = entries("event IN ('tool_failure','tool_result')", 400)
-    prompt = entries("event='prompt'", 1)
+    facts.tool_calls = history.recent_entries(
+        conn, session_id, "events", RECENT_TOOL_CALLS, _TOOL_EVENTS
+    )
+    facts.file_events = entries("file_events", 400)
+    facts.failures = entries("failures", 400)
+    prompt = entries("prompt", 1)
     facts.last_prompt = prompt[0].text if prompt else ""
-    summary = entries("event IN ('post_compact','compact_summary') AND text<>''", 1)
+    summary = entries("compact_summary", 1)
     facts.compact_summary = summary[0].text if summary else ""
-    facts.running_agents = [
-        (str(r[0]), str(r[1]), str(r[2]))
-        for r in conn.execute(
-            "SELECT agent_id, agent_type, description FROM agents WHERE session_id=?"
-            " AND status='running' ORDER BY last_ns DESC LIMIT 5",
-            (session_id,),
-        )
-    ]
+    facts.running_agents = query.running_agents(conn, session_id)
     facts.todos = session_todos(conn, session_id)
-    last = conn.execute(
-        "SELECT id, event FROM entries WHERE session_id=? AND event<>'session_start'"
-        " ORDER BY id DESC LIMIT 1",
-        (session_id,),
-    ).fetchone()
+    last = query.last_entry(conn, session_id)
     if last:
-        facts.watermark, facts.last_event = int(last[0]), str(last[1])
-    newest = conn.execute(
-        "SELECT max(ts_ns) FROM entries WHERE session_id=?"
-        " AND hook_event NOT IN ('SessionStart','PostCompact','Notification')",
-        (session_id,),
-    ).fetchone()
-    facts.covers_ns = int(newest[0] or 0) if newest else 0
+        facts.watermark, facts.last_event = last
+    facts.covers_ns = query.newest_activity_ns(conn, session_id)
     return facts
 
 
@@ -338,13 +313,7 @@ def build_state(
 
 def _title_from(conn: sqlite3.Connection, session_id: str, first_prompt: str) -> str:
     """The first request that says what the work is (not "continue" or a slash command)."""
-    prompts = [first_prompt] + [
-        str(r[0])
-        for r in conn.execute(
-            "SELECT text FROM entries WHERE session_id=? AND event='prompt' ORDER BY id LIMIT 20",
-            (session_id,),
-        )
-    ]
+    prompts = [first_prompt, *query.session_prompts(conn, session_id, 20)]
     for prompt in prompts:
         line = clean_line(prompt.strip().split("\n", 1)[0], 200)
         if is_meaningful_request(line):

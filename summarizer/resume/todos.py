@@ -10,13 +10,11 @@ from typing import Any
 
 import msgspec
 
-from indexer import store
-from indexer.fileio import write_atomic
+from indexer import history, write_atomic
 from indexer.models import Entry
 from indexer.paths import StatePaths
 
 __all__ = [
-    "TODO_SQL_FILTER",
     "Todo",
     "fold_todos",
     "open_todos",
@@ -31,10 +29,6 @@ __all__ = [
 # shared by every agent of the session; TodoWrite's list is per agent, so only the main agent's
 # TodoWrite is the session's list (a subagent's own checklist must not replace it).
 TASK_EVENTS = ("task_created", "task_completed")
-TODO_SQL_FILTER = (
-    "(tool_name IN ('TodoWrite','TaskCreate','TaskUpdate')"
-    " OR event IN ('task_created','task_completed'))"
-)
 _DONE = frozenset({"completed", "deleted", "cancelled"})
 _ANY = msgspec.json.Decoder()
 
@@ -86,12 +80,7 @@ def open_todos(todos: Iterable[Todo]) -> list[Todo]:
 
 def session_todos(conn: sqlite3.Connection, session_id: str) -> list[Todo]:
     """The session's current todo list, folded from its todo events in the index."""
-    rows = conn.execute(
-        f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=? AND {TODO_SQL_FILTER}"
-        " ORDER BY id",
-        (session_id,),
-    ).fetchall()
-    return fold_todos(store.row_to_entry(r).entry for r in rows)
+    return fold_todos(history.todo_entries(conn, session_id))
 
 
 def todos_json(todos: list[Todo]) -> bytes:

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
+from indexer import query, write_atomic
 from indexer.config import Config
-from indexer.fileio import write_atomic
 from indexer.paths import StatePaths, check_session_id, ensure_private_dir
 from summarizer.common.models import Memory
 from summarizer.memory import hooks as compaction_hooks
@@ -109,10 +109,8 @@ def update_session(
     text, tokens, chars = render_context(state, "", config)
     state.context_tokens, state.context_chars = tokens, chars
     write_resume(paths, state, text)
-    latest = conn.execute(
-        "SELECT session_id FROM sessions ORDER BY last_ns DESC LIMIT 1"
-    ).fetchone()
-    if latest is None or latest[0] == session_id:
+    latest = query.latest_session(conn)
+    if latest is None or latest == session_id:
         _write_startup_memory(paths, config, state)
     return state
 
@@ -181,16 +179,10 @@ def refresh_states(conn: sqlite3.Connection, paths: StatePaths, config: Config) 
     consumed context is not re-armed until something new happens in the session.
     """
     since = time.time_ns() - int(REFRESH_WINDOW_S * 1e9)
-    rows = conn.execute("SELECT session_id FROM sessions WHERE last_ns>=?", (since,)).fetchall()
     written = 0
     memory: Memory | None = None
-    for (session_id,) in rows:
-        sid = str(session_id)
-        last = conn.execute(
-            "SELECT id, event FROM entries WHERE session_id=? AND event<>'session_start'"
-            " ORDER BY id DESC LIMIT 1",
-            (sid,),
-        ).fetchone()
+    for sid in query.session_ids_active_since(conn, since):
+        last = query.last_entry(conn, sid)
         state = read_state(paths, sid) if last else None
         if not last or (state is not None and int(state.get("watermark", 0) or 0) >= last[0]):
             continue

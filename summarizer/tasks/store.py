@@ -15,9 +15,8 @@ from typing import Any
 
 import msgspec
 
-from indexer.fileio import sweep_temp_files, write_atomic
+from indexer import find_secrets, sweep_temp_files, write_atomic
 from indexer.paths import FILE_MODE, ensure_private_dir
-from indexer.secret_scan import find_secrets
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.tasks.canon import canonical_json, check_task_id
 from summarizer.tasks.errors import (
