@@ -5,7 +5,8 @@ CtxdError(Exception)
 ├── InvalidIdError       a session or agent id cannot become a path part
 ├── StateDirError        the state directory is missing, unwritable or unsafe
 ├── IndexBusyError       another process holds the writer lock (daemon.lock)
-└── IndexCorruptError    index.db cannot be opened or has an unknown schema version
+├── IndexCorruptError    index.db cannot be opened or has an unknown schema version
+└── TranscriptPathError  a transcript file or folder to import is missing or unreadable
 """
 
 from __future__ import annotations
@@ -33,3 +34,7 @@ class IndexBusyError(CtxdError):
 
 class IndexCorruptError(CtxdError):
     """The index database cannot be used."""
+
+
+class TranscriptPathError(CtxdError):
+    """A transcript file or folder to import does not exist or cannot be read."""

@@ -1,0 +1,254 @@
+"""Claude Code transcript lines to the hook payloads live hooks would have sent (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from indexer.models import ENVELOPE_VERSION
+from indexer.normalize import AGENT_TOOLS
+
+# Imported events carry pid 0 in their envelope: no hook process ever has pid 0, so an
+# imported event can never take the (ts_ns, pid) key of a captured one.
+IMPORT_PID = 0
+# The sub-millisecond part of an imported event's ts_ns: transcript times have millisecond
+# precision, so the rest of the nanoseconds is a hash that keeps each event's key unique
+# and the same on every import of the same record (from any file that holds it).
+_SUB_MS = 1_000_000
+# Prompts whose text starts so are Claude Code's own records of a slash command or its
+# output, not something the user submitted (no UserPromptSubmit fires for them).
+_NOT_PROMPTS = ("<command-", "<local-command-", "[Request interrupted", "Caveat: ")
+
+
+class TranscriptLine(msgspec.Struct, frozen=True, gc=False):
+    """The fields of one transcript line that the import reads; the rest is skipped."""
+
+    type: str = ""
+    uuid: str = ""
+    sessionId: str = ""
+    timestamp: str = ""
+    cwd: str = ""
+    agentId: str = ""
+    isMeta: bool = False
+    isCompactSummary: bool = False
+    subtype: str | None = None
+    permissionMode: str = ""
+    message: msgspec.Raw = msgspec.Raw(b"")
+    toolUseResult: msgspec.Raw = msgspec.Raw(b"")
+    compactMetadata: msgspec.Raw = msgspec.Raw(b"")
+
+
+class Block(msgspec.Struct, frozen=True, gc=False):
+    """One content block of a message (text, tool_use or tool_result)."""
+
+    type: str = ""
+    text: str = ""
+    id: str = ""
+    name: str = ""
+    input: msgspec.Raw = msgspec.Raw(b"")
+    tool_use_id: str = ""
+    content: Any = None
+    is_error: bool = False
+
+
+class Message(msgspec.Struct, frozen=True, gc=False):
+    content: str | list[Block] = ""
+
+
+class CompactMetadata(msgspec.Struct, frozen=True, gc=False):
+    trigger: str = ""
+
+
+_LINE = msgspec.json.Decoder(TranscriptLine)
+_MESSAGE = msgspec.json.Decoder(Message)
+_META = msgspec.json.Decoder(CompactMetadata)
+_ENCODE = msgspec.json.Encoder()
+
+
+class RecordError(ValueError):
+    """A transcript line that cannot be read; the message says why."""
+
+
+@dataclass
+class ToolCall:
+    """A tool_use waiting for its tool_result, and where its line starts."""
+
+    name: str
+    input: msgspec.Raw
+    offset: int
+    line_no: int
+
+
+@dataclass
+class Converter:
+    """Turns the lines of one transcript file, in order, into spool lines.
+
+    It remembers the tool calls whose result has not been seen yet (a result names only the
+    call's id; the tool and its input are on the call's line).
+    """
+
+    transcript_path: str
+    agent_type: str = ""  # the subagent type of a subagents/agent-<id>.jsonl file, if known
+    pending: dict[str, ToolCall] = field(default_factory=dict)
+
+    def convert(self, data: bytes, offset: int, line_no: int) -> list[bytes]:
+        """The spool lines (envelope + payload) of one transcript line; [] for none.
+
+        Raises RecordError for a line that is not a transcript record.
+        """
+        try:
+            rec = _LINE.decode(data)
+        except (msgspec.DecodeError, ValueError) as e:
+            raise RecordError(f"not a transcript record: {e}") from e
+        if rec.type == "user":
+            return self._user(rec)
+        if rec.type == "assistant":
+            return self._assistant(rec, offset, line_no)
+        if rec.type == "system" and rec.subtype == "compact_boundary":
+            trigger = (
+                _META.decode(bytes(rec.compactMetadata)).trigger if rec.compactMetadata else ""
+            )
+            return [self._line(rec, "PreCompact", {"trigger": trigger or "auto"})]
+        return []  # progress, attachments, snapshots, titles: no hook event of their own
+
+    def oldest_pending(self) -> tuple[int, int] | None:
+        """Where the oldest tool call still waiting for its result starts (offset, and the
+        number of lines before it), if any."""
+        oldest = min(self.pending.values(), key=lambda c: c.offset, default=None)
+        return None if oldest is None else (oldest.offset, oldest.line_no - 1)
+
+    def forget_older_than(self, line_no: int) -> None:
+        """Give up on calls from before `line_no`: their result never came."""
+        for key in [k for k, c in self.pending.items() if c.line_no < line_no]:
+            del self.pending[key]
+
+    # --- per record type ---------------------------------------------------------------------
+
+    def _user(self, rec: TranscriptLine) -> list[bytes]:
+        message = _message(rec)
+        if rec.isCompactSummary:
+            return [self._line(rec, "PostCompact", {"compact_summary": _text(message.content)})]
+        if isinstance(message.content, str):
+            return self._prompt(rec, message.content)
+        results = [b for b in message.content if b.type == "tool_result"]
+        if not results:
+            return self._prompt(rec, _text(message.content))
+        out = []
+        for block in results:
+            call = self.pending.pop(block.tool_use_id, None)
+            if call is None:
+                continue  # its call was imported from an earlier file or pass without it
+            response = bytes(rec.toolUseResult) if len(results) == 1 else b""
+            fields: dict[str, Any] = {
+                "tool_name": call.name,
+                "tool_use_id": block.tool_use_id,
+                "tool_input": call.input,
+            }
+            if block.is_error:
+                error = _error_text(response, block.content)
+                fields["error"] = error
+                fields["is_interrupt"] = "interrupted by user" in error
+                out.append(self._line(rec, "PostToolUseFailure", fields))
+            else:
+                fields["tool_response"] = msgspec.Raw(response or _ENCODE.encode(block.content))
+                out.append(self._line(rec, "PostToolUse", fields))
+        return out
+
+    def _prompt(self, rec: TranscriptLine, prompt: str) -> list[bytes]:
+        if rec.isMeta or not prompt.strip() or prompt.startswith(_NOT_PROMPTS):
+            return []
+        return [self._line(rec, "UserPromptSubmit", {"prompt": prompt})]
+
+    def _assistant(self, rec: TranscriptLine, offset: int, line_no: int) -> list[bytes]:
+        message = _message(rec)
+        if isinstance(message.content, str):
+            return []
+        out = []
+        for block in message.content:
+            if block.type != "tool_use" or not block.id:
+                continue
+            tool_input = block.input if block.input else msgspec.Raw(b"{}")
+            self.pending[block.id] = ToolCall(block.name, tool_input, offset, line_no)
+            # Live hooks see PreToolUse of the Agent tool only (its matcher in `ctxd init`).
+            if block.name in AGENT_TOOLS:
+                fields = {
+                    "tool_name": block.name,
+                    "tool_use_id": block.id,
+                    "tool_input": tool_input,
+                }
+                out.append(self._line(rec, "PreToolUse", fields))
+        return out
+
+    def _line(self, rec: TranscriptLine, event: str, fields: dict[str, Any]) -> bytes:
+        payload: dict[str, Any] = {
+            "session_id": rec.sessionId,
+            "transcript_path": self.transcript_path,
+            "cwd": rec.cwd,
+            "hook_event_name": event,
+        }
+        if rec.permissionMode:
+            payload["permission_mode"] = rec.permissionMode
+        if rec.agentId:  # a line of a subagent's own transcript
+            payload["agent_id"] = rec.agentId
+            payload["agent_type"] = self.agent_type
+        payload.update(fields)
+        key = f"{rec.uuid}\x00{event}\x00{fields.get('tool_use_id', '')}"
+        ts_ns = event_ts_ns(rec.timestamp, key)
+        return b'{"ctxd":%d,"ts_ns":%d,"pid":%d,"event":%s}' % (
+            ENVELOPE_VERSION,
+            ts_ns,
+            IMPORT_PID,
+            _ENCODE.encode(payload),
+        )
+
+
+def event_ts_ns(timestamp: str, key: str) -> int:
+    """The ts_ns of an imported event: its transcript time plus a stable hash below 1 ms."""
+    try:
+        ms = int(datetime.fromisoformat(timestamp).timestamp() * 1000)
+    except (ValueError, TypeError) as e:
+        raise RecordError(f"bad timestamp {timestamp[:40]!r}") from e
+    h = int.from_bytes(
+        hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    )
+    return ms * _SUB_MS + h % _SUB_MS
+
+
+def _message(rec: TranscriptLine) -> Message:
+    if not rec.message:
+        return Message()
+    try:
+        return _MESSAGE.decode(bytes(rec.message))
+    except (msgspec.DecodeError, ValueError) as e:
+        raise RecordError(f"bad message: {e}") from e
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for b in content:
+            if isinstance(b, Block):
+                parts.append(b.text)
+            elif isinstance(b, dict) and isinstance(b.get("text"), str):
+                parts.append(b["text"])
+        return "\n".join(p for p in parts if p)
+    return ""
+
+
+def _error_text(response: bytes, content: Any) -> str:
+    """A failed call's error as the PostToolUseFailure hook gives it."""
+    text = ""
+    if response[:1] == b'"':
+        try:
+            text = str(msgspec.json.decode(response))
+        except (msgspec.DecodeError, ValueError):
+            text = ""
+    text = text or _text(content)
+    # The transcript prefixes the hook's error text with "Error: ".
+    return text.removeprefix("Error: ")
