@@ -1,0 +1,370 @@
+"""`ctxd import`: corpus transcripts into the index, stored once with hooks, incremental."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from helpers import CORPUS, clean_env
+
+from indexer.paths import StatePaths
+from indexer.transcript_import import ImportStats, TranscriptImporter
+from indexer.transcript_paths import project_folder_name
+from indexer.writer import catch_up, open_writer, writer_lock
+
+TRANSCRIPTS = CORPUS / "transcripts"
+CHICKEN = "6e6cddcb-4e40-4782-ab78-81a62ee507e6"
+CHICKEN_TRANSCRIPT = TRANSCRIPTS / "imjoshnewton__chicken-tracker-t3" / CHICKEN / "chat.jsonl"
+PRAGMA = "SantiagoCoronado__pragma-web-design-test"
+# Transcripts whose session the corpus's hook logs also captured, and what both sources hold.
+OVERLAPS = [
+    (f"{PRAGMA}/chat.jsonl", ("PostToolUse", "tool_result")),
+    (
+        f"{PRAGMA}/d223a2bf-3f74-473c-b5b9-01877a336c21_pre_compact_manual_20260403_105002.jsonl",
+        ("UserPromptSubmit", "prompt"),
+    ),
+    (f"imjoshnewton__chicken-tracker-t3/{CHICKEN}/chat.jsonl", ("UserPromptSubmit", "prompt")),
+]
+
+pytestmark = pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason=f"no corpus at {CORPUS}")
+
+
+def _corpus_files() -> list[Path]:
+    return sorted(TRANSCRIPTS.rglob("*.jsonl")) if TRANSCRIPTS.is_dir() else []
+
+
+def _import(state: Path, files: list[Path]) -> ImportStats:
+    paths = StatePaths(state)
+    with writer_lock(paths):
+        writer = open_writer(paths)
+        try:
+            writer.start()
+            importer = TranscriptImporter(writer)
+            total = ImportStats()
+            for f in files:
+                total.add(importer.import_file(f))
+            return total
+        finally:
+            writer.close()
+
+
+def _db(state: Path) -> sqlite3.Connection:
+    return sqlite3.connect(state / "index.db")
+
+
+def _kinds(state: Path) -> Counter[tuple[str, str]]:
+    with _db(state) as conn:
+        rows = conn.execute("SELECT hook_event, event, count(*) FROM entries GROUP BY 1, 2")
+        return Counter({(h, e): n for h, e, n in rows})
+
+
+def _expected(path: Path) -> Counter[str]:
+    """What a transcript should give, counted independently with json."""
+    calls: dict[str, str] = {}
+    want: Counter[str] = Counter()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        content = (rec.get("message") or {}).get("content")
+        if rec.get("type") == "assistant" and isinstance(content, list):
+            for b in content:
+                if b.get("type") == "tool_use":
+                    calls[b["id"]] = b["name"]
+                    want["PreToolUse"] += b["name"] in ("Agent", "Task")
+        if rec.get("type") == "user" and isinstance(content, list):
+            for b in content:
+                if b.get("type") == "tool_result" and calls.pop(b["tool_use_id"], None):
+                    want["PostToolUseFailure" if b.get("is_error") else "PostToolUse"] += 1
+        if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
+            want["PreCompact"] += 1
+        want["PostCompact"] += bool(rec.get("isCompactSummary"))
+    return +want
+
+
+@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
+def test_every_corpus_transcript_imports_its_tool_events(tmp_path: Path, path: Path) -> None:
+    stats = _import(tmp_path / ".ctxd", [path])
+    assert stats.quarantined == 0
+    got = Counter()
+    for (hook, _), n in _kinds(tmp_path / ".ctxd").items():
+        got[hook] += n
+    prompts = got.pop("UserPromptSubmit", 0)
+    assert got == _expected(path)
+    with _db(tmp_path / ".ctxd") as conn:
+        sessions = {r[0] for r in conn.execute("SELECT session_id FROM sessions")}
+        texts = [r[0] for r in conn.execute("SELECT text FROM entries WHERE event='prompt'")]
+    assert len(texts) == prompts
+    assert all(t.strip() and not t.startswith("<command-") for t in texts)
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert sessions <= {r.get("sessionId") for r in records}
+
+
+def test_the_whole_corpus_imports_once_and_a_rerun_adds_nothing(tmp_path: Path) -> None:
+    first = _import(tmp_path / ".ctxd", _corpus_files())
+    assert first.entries > 1000 and first.quarantined == 0
+    before = _kinds(tmp_path / ".ctxd")
+    again = _import(tmp_path / ".ctxd", _corpus_files())
+    assert again.entries == 0
+    assert _kinds(tmp_path / ".ctxd") == before
+    # Only files that end with a call still waiting for its result are read again.
+    assert again.changed <= 2 and again.lines < 100
+
+
+# --- stored once, whichever source comes first ----------------------------------------------
+
+
+def _ts_ns(stamp: str) -> int:
+    return int(datetime.fromisoformat(stamp).timestamp() * 1000) * 1_000_000
+
+
+def _hook_spool_lines(transcript: Path) -> list[bytes]:
+    """The corpus's hook payloads of the transcript's session, as the hook spools them.
+
+    The loggers kept no times, so each event gets the time Claude Code gave its record in the
+    transcript (a prompt: its user line, plus the ~0.3 s before the hook fires), as a live
+    hook's clock would.
+    """
+    times: dict[str, int] = {}
+    prompts: dict[str, int] = {}
+    start = 0
+    session = ""
+    for line in transcript.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        session = session or rec.get("sessionId", "")
+        if not rec.get("timestamp"):
+            continue
+        start = start or _ts_ns(rec["timestamp"])
+        content = (rec.get("message") or {}).get("content")
+        if rec.get("type") == "user" and isinstance(content, str):
+            prompts.setdefault(content, _ts_ns(rec["timestamp"]) + 300_000_000)
+        for b in content if isinstance(content, list) else []:
+            if isinstance(b, dict) and b.get("tool_use_id"):
+                times[b["tool_use_id"]] = _ts_ns(rec["timestamp"])
+    out = []
+    pid = 4000
+    hooks = CORPUS / "hooks" / transcript.relative_to(TRANSCRIPTS).parts[0]
+    for f in sorted(hooks.rglob("*.jsonl")):
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
+            payload = json.loads(line)
+            if not isinstance(payload, dict) or payload.get("session_id") != session:
+                continue
+            ts = prompts.get(payload.get("prompt", "")) or times.get(
+                payload.get("tool_use_id", ""), start + n * 1000
+            )
+            pid += 1
+            event = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+            out.append(f'{{"ctxd":1,"ts_ns":{ts},"pid":{pid},"event":{event}}}'.encode())
+    return out
+
+
+def _spool_hooks(state: Path, transcript: Path) -> None:
+    paths = StatePaths(state)
+    paths.ensure()
+    lines = _hook_spool_lines(transcript)
+    (paths.spool / "20260205T20.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    result = catch_up(paths)
+    assert result.stats.quarantined == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "shared"), OVERLAPS, ids=[o[0].split("/")[-1][:8] for o in OVERLAPS]
+)
+def test_hooks_then_import_and_import_then_hooks_store_each_event_once(
+    tmp_path: Path, name: str, shared: tuple[str, str]
+) -> None:
+    transcript = TRANSCRIPTS / name
+    hooks_first, import_first = tmp_path / "a" / ".ctxd", tmp_path / "b" / ".ctxd"
+    _spool_hooks(hooks_first, transcript)
+    hooks_only = _kinds(hooks_first)
+    _import(hooks_first, [transcript])
+    _import(import_first, [transcript])
+    imported_only = _kinds(import_first)
+    _spool_hooks(import_first, transcript)
+
+    assert _kinds(hooks_first) == _kinds(import_first)
+    for state in (hooks_first, import_first):
+        with _db(state) as conn:
+            tools = conn.execute(
+                "SELECT count(*) FROM entries WHERE tool_use_id<>''"
+                " GROUP BY tool_use_id, hook_event HAVING count(*) > 1"
+            ).fetchall()
+            prompts = [r[0] for r in conn.execute("SELECT text FROM entries WHERE event='prompt'")]
+        assert tools == []
+        assert len(prompts) == len(set(prompts)), "a prompt from both sources is stored once"
+    # The overlap is real: both sources hold some of the same events of this kind.
+    assert hooks_only[shared] > 0 and imported_only[shared] > 0
+    assert _kinds(hooks_first)[shared] < hooks_only[shared] + imported_only[shared]
+
+
+# --- incremental: new lines, cut lines, bad lines, replaced files -----------------------------
+
+
+def _rows(state: Path) -> list[tuple[object, ...]]:
+    with _db(state) as conn:
+        return conn.execute(
+            "SELECT ts_ns, hook_event, event, tool_use_id, text, error FROM entries ORDER BY ts_ns"
+        ).fetchall()
+
+
+def test_appended_lines_and_a_line_cut_in_the_middle_are_imported_later(tmp_path: Path) -> None:
+    data = CHICKEN_TRANSCRIPT.read_bytes()
+    whole = tmp_path / "whole" / ".ctxd"
+    _import(whole, [CHICKEN_TRANSCRIPT])
+    part = tmp_path / "session.jsonl"
+    state = tmp_path / "parts" / ".ctxd"
+    cuts = [len(data) // 5, len(data) // 2 + 17, len(data) - 3, len(data)]
+    written = 0
+    for cut in cuts:
+        with open(part, "ab") as f:
+            f.write(data[written:cut])
+        written = cut
+        assert data[cut - 1 : cut] != b"\n" or cut == len(data)  # each cut is mid-line
+        stats = _import(state, [part])
+        assert stats.quarantined == 0
+    assert _rows(state) == _rows(whole)
+    assert _import(state, [part]).lines == 0  # nothing new: nothing read
+
+
+def test_bad_lines_are_quarantined_with_file_and_line(tmp_path: Path) -> None:
+    lines = CHICKEN_TRANSCRIPT.read_bytes().splitlines(keepends=True)[:60]
+    bad = [
+        b"{not json\n",
+        b'["a list"]\n',
+        b'{"type":"user","timestamp":"yesterday","sessionId":"s","message":{"content":"hi"}}\n',
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(lines[:10] + bad + lines[10:]))
+    state = tmp_path / ".ctxd"
+    stats = _import(state, [path])
+    assert stats.quarantined == 3
+    with _db(state) as conn:
+        rows = conn.execute(
+            "SELECT name, line_no, error FROM quarantine ORDER BY line_no"
+        ).fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(str(path), 11), (str(path), 12), (str(path), 13)]
+    assert "timestamp" in rows[2][2]
+    clean = tmp_path / "clean"
+    (clean / "t.jsonl").parent.mkdir()
+    (clean / "t.jsonl").write_bytes(b"".join(lines))
+    _import(clean / ".ctxd", [clean / "t.jsonl"])
+    assert len(_rows(state)) == len(_rows(clean / ".ctxd")) > 0
+
+
+def test_a_replaced_transcript_is_read_again_from_the_start(tmp_path: Path) -> None:
+    lines = CHICKEN_TRANSCRIPT.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(lines[:200]))
+    state = tmp_path / ".ctxd"
+    _import(state, [path])
+    first = len(_rows(state))
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_bytes(b"".join(lines[200:450]))
+    os.replace(replacement, path)  # same path, other file, other head
+    stats = _import(state, [path])
+    assert stats.entries > 0
+    assert len(_rows(state)) > first
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("project", "folder"),
+    [
+        ("/home/u/my.app", "-home-u-my-app"),
+        ("/Users/me/dev_x/a b", "-Users-me-dev-x-a-b"),
+        ("C:\\Users\\me\\game", "C--Users-me-game"),
+    ],
+)
+def test_project_folder_names_follow_claude_code(project: str, folder: str) -> None:
+    assert project_folder_name(project) == folder
+
+
+def _ctxd(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "summarizer.cli.app", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _subagent_line(agent_id: str, session: str) -> bytes:
+    base = {"sessionId": session, "cwd": "/p", "agentId": agent_id, "isSidechain": True}
+    call = {
+        **base,
+        "type": "assistant",
+        "uuid": "u1",
+        "timestamp": "2026-01-03T10:00:02.000Z",
+        "message": {
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_sub1",
+                    "name": "Read",
+                    "input": {"file_path": "/p/a.py"},
+                }
+            ]
+        },
+    }
+    result = {
+        **base,
+        "type": "user",
+        "uuid": "u2",
+        "timestamp": "2026-01-03T10:00:03.000Z",
+        "message": {
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_sub1", "content": "print(1)"}]
+        },
+        "toolUseResult": {"type": "text", "file": {"filePath": "/p/a.py"}},
+    }
+    return (json.dumps(call) + "\n" + json.dumps(result) + "\n").encode()
+
+
+def test_the_command_imports_this_projects_folder_under_claude_config_dir(tmp_path: Path) -> None:
+    project = tmp_path / "my.project"
+    (project / ".git").mkdir(parents=True)
+    config = tmp_path / "claude-config"
+    folder = config / "projects" / project_folder_name(str(project))
+    assert folder.name.endswith("-my-project") and "/" not in folder.name
+    session = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
+    (folder / session / "subagents").mkdir(parents=True)
+    src = TRANSCRIPTS / "d-kimuson__claude-code-viewer" / f"{session}.jsonl"
+    (folder / f"{session}.jsonl").write_bytes(src.read_bytes())
+    agent_file = folder / session / "subagents" / "agent-a4d2c8f1e0b3a297.jsonl"
+    agent_file.write_bytes(_subagent_line("a4d2c8f1e0b3a297", session))
+    (folder / session / "subagents" / "agent-a4d2c8f1e0b3a297.meta.json").write_text(
+        '{"agentType":"Explore"}'
+    )
+    env = clean_env(CLAUDE_CONFIG_DIR=str(config))
+    run = _ctxd("import", env=env, cwd=project)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("imported ") and "of 2 transcript files" in run.stdout
+    assert run.stderr == ""  # no progress bar without a terminal
+    state = project / ".ctxd"
+    with _db(state) as conn:
+        sub = conn.execute(
+            "SELECT cc_agent_id, agent_type, files FROM entries WHERE tool_use_id='toolu_sub1'"
+        ).fetchall()
+    assert sub == [("a4d2c8f1e0b3a297", "Explore", '["/p/a.py"]')]
+    assert (state / "index.db").stat().st_mode & 0o777 == 0o600
+    again = _ctxd("import", env=env, cwd=project)
+    assert again.stdout.startswith("imported 0 entries from 0 new lines of 0 of 2"), again.stdout
+
+
+def test_the_command_says_what_is_missing_in_one_line(tmp_path: Path) -> None:
+    env = clean_env(CLAUDE_CONFIG_DIR=str(tmp_path / "nothing"))
+    run = _ctxd("import", env=env, cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stderr.count("\n") == 1 and "no transcripts of this project" in run.stderr
+    assert "--all" in run.stderr
+    run = _ctxd("import", str(tmp_path / "missing.jsonl"), env=env, cwd=tmp_path)
+    assert run.returncode == 1 and "does not exist" in run.stderr
