@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 
 from indexer import store, transcript_store
-from indexer.ingest_lines import Batch, guarded_line
+from indexer.ingest_lines import Batch, guarded_event
 from indexer.spool import RawLine, split_lines
 from indexer.tailer import (
     HEAD_BYTES,
@@ -158,7 +158,7 @@ class TranscriptImporter:
             batch.quarantine(raw.offset, line_no, str(e), raw.data)
             return
         for event in events:
-            guarded_line(batch, RawLine(raw.offset, event), line_no, self.config, self.registry)
+            guarded_event(batch, raw.offset, line_no, event, self.config, self.registry)
 
     def _save(self, fd: int, state: FileState, offset: int, line_no: int) -> FileState:
         head_len, head_hash = state.head_len, state.head_hash

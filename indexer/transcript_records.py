@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from indexer.models import ENVELOPE_VERSION
+from indexer.models import ENVELOPE_VERSION, Envelope
 from indexer.normalize import AGENT_TOOLS
 
 # Imported events carry pid 0 in their envelope: no hook process ever has pid 0, so an
@@ -22,6 +22,29 @@ _SUB_MS = 1_000_000
 # Prompts whose text starts so are Claude Code's own records of a slash command or its
 # output, not something the user submitted (no UserPromptSubmit fires for them).
 _NOT_PROMPTS = ("<command-", "<local-command-", "[Request interrupted", "Caveat: ")
+
+
+class Block(msgspec.Struct, frozen=True, gc=False):
+    """One content block of a message (text, tool_use or tool_result)."""
+
+    type: str = ""
+    text: str = ""
+    id: str = ""
+    name: str = ""
+    input: msgspec.Raw = msgspec.Raw(b"")
+    tool_use_id: str = ""
+    content: msgspec.Raw = msgspec.Raw(b"")  # a tool result's text or blocks, decoded if needed
+    is_error: bool = False
+
+
+class Message(msgspec.Struct, frozen=True, gc=False):
+    content: str | list[Block] = ""
+
+
+class RecordType(msgspec.Struct, frozen=True, gc=False):
+    """A transcript line that gives no event: only its shape is checked."""
+
+    type: str = ""
 
 
 class TranscriptLine(msgspec.Struct, frozen=True, gc=False):
@@ -37,26 +60,9 @@ class TranscriptLine(msgspec.Struct, frozen=True, gc=False):
     isCompactSummary: bool = False
     subtype: str | None = None
     permissionMode: str = ""
-    message: msgspec.Raw = msgspec.Raw(b"")
+    message: Message | None = None
     toolUseResult: msgspec.Raw = msgspec.Raw(b"")
     compactMetadata: msgspec.Raw = msgspec.Raw(b"")
-
-
-class Block(msgspec.Struct, frozen=True, gc=False):
-    """One content block of a message (text, tool_use or tool_result)."""
-
-    type: str = ""
-    text: str = ""
-    id: str = ""
-    name: str = ""
-    input: msgspec.Raw = msgspec.Raw(b"")
-    tool_use_id: str = ""
-    content: Any = None
-    is_error: bool = False
-
-
-class Message(msgspec.Struct, frozen=True, gc=False):
-    content: str | list[Block] = ""
 
 
 class CompactMetadata(msgspec.Struct, frozen=True, gc=False):
@@ -64,7 +70,8 @@ class CompactMetadata(msgspec.Struct, frozen=True, gc=False):
 
 
 _LINE = msgspec.json.Decoder(TranscriptLine)
-_MESSAGE = msgspec.json.Decoder(Message)
+_TYPE = msgspec.json.Decoder(RecordType)
+_ANY = msgspec.json.Decoder()
 _META = msgspec.json.Decoder(CompactMetadata)
 _ENCODE = msgspec.json.Encoder()
 
@@ -85,7 +92,7 @@ class ToolCall:
 
 @dataclass
 class Converter:
-    """Turns the lines of one transcript file, in order, into spool lines.
+    """Turns the lines of one transcript file, in order, into hook events.
 
     It remembers the tool calls whose result has not been seen yet (a result names only the
     call's id; the tool and its input are on the call's line).
@@ -95,15 +102,24 @@ class Converter:
     agent_type: str = ""  # the subagent type of a subagents/agent-<id>.jsonl file, if known
     pending: dict[str, ToolCall] = field(default_factory=dict)
 
-    def convert(self, data: bytes, offset: int, line_no: int) -> list[bytes]:
-        """The spool lines (envelope + payload) of one transcript line; [] for none.
+    def convert(self, data: bytes, offset: int, line_no: int) -> list[Envelope]:
+        """The events (as the hook would have spooled them) of one transcript line.
 
         Raises RecordError for a line that is not a transcript record.
         """
         try:
+            # Only user and assistant lines and compaction boundaries give events. Their type
+            # is a string value of the line ("user" also names a message's role), so a line
+            # holding none (progress, snapshots, attachments: most of the bytes) is only
+            # checked to be JSON, which costs a fraction of decoding it.
+            if b'"user"' not in data and b'"assistant"' not in data and b"compact_" not in data:
+                _TYPE.decode(data)
+                return []
             rec = _LINE.decode(data)
         except (msgspec.DecodeError, ValueError) as e:
             raise RecordError(f"not a transcript record: {e}") from e
+        except RecursionError as e:  # msgspec's own depth check: cheaper than a pre-scan
+            raise RecordError("not a transcript record: JSON nested too deep") from e
         if rec.type == "user":
             return self._user(rec)
         if rec.type == "assistant":
@@ -128,7 +144,7 @@ class Converter:
 
     # --- per record type ---------------------------------------------------------------------
 
-    def _user(self, rec: TranscriptLine) -> list[bytes]:
+    def _user(self, rec: TranscriptLine) -> list[Envelope]:
         message = _message(rec)
         if rec.isCompactSummary:
             return [self._line(rec, "PostCompact", {"compact_summary": _text(message.content)})]
@@ -154,16 +170,16 @@ class Converter:
                 fields["is_interrupt"] = "interrupted by user" in error
                 out.append(self._line(rec, "PostToolUseFailure", fields))
             else:
-                fields["tool_response"] = msgspec.Raw(response or _ENCODE.encode(block.content))
+                fields["tool_response"] = msgspec.Raw(response or bytes(block.content) or b"null")
                 out.append(self._line(rec, "PostToolUse", fields))
         return out
 
-    def _prompt(self, rec: TranscriptLine, prompt: str) -> list[bytes]:
+    def _prompt(self, rec: TranscriptLine, prompt: str) -> list[Envelope]:
         if rec.isMeta or not prompt.strip() or prompt.startswith(_NOT_PROMPTS):
             return []
         return [self._line(rec, "UserPromptSubmit", {"prompt": prompt})]
 
-    def _assistant(self, rec: TranscriptLine, offset: int, line_no: int) -> list[bytes]:
+    def _assistant(self, rec: TranscriptLine, offset: int, line_no: int) -> list[Envelope]:
         message = _message(rec)
         if isinstance(message.content, str):
             return []
@@ -183,7 +199,7 @@ class Converter:
                 out.append(self._line(rec, "PreToolUse", fields))
         return out
 
-    def _line(self, rec: TranscriptLine, event: str, fields: dict[str, Any]) -> bytes:
+    def _line(self, rec: TranscriptLine, event: str, fields: dict[str, Any]) -> Envelope:
         payload: dict[str, Any] = {
             "session_id": rec.sessionId,
             "transcript_path": self.transcript_path,
@@ -198,12 +214,7 @@ class Converter:
         payload.update(fields)
         key = f"{rec.uuid}\x00{event}\x00{fields.get('tool_use_id', '')}"
         ts_ns = event_ts_ns(rec.timestamp, key)
-        return b'{"ctxd":%d,"ts_ns":%d,"pid":%d,"event":%s}' % (
-            ENVELOPE_VERSION,
-            ts_ns,
-            IMPORT_PID,
-            _ENCODE.encode(payload),
-        )
+        return Envelope(ENVELOPE_VERSION, ts_ns, IMPORT_PID, msgspec.Raw(_ENCODE.encode(payload)))
 
 
 def event_ts_ns(timestamp: str, key: str) -> int:
@@ -219,15 +230,15 @@ def event_ts_ns(timestamp: str, key: str) -> int:
 
 
 def _message(rec: TranscriptLine) -> Message:
-    if not rec.message:
-        return Message()
-    try:
-        return _MESSAGE.decode(bytes(rec.message))
-    except (msgspec.DecodeError, ValueError) as e:
-        raise RecordError(f"bad message: {e}") from e
+    return rec.message if rec.message is not None else Message()
 
 
 def _text(content: Any) -> str:
+    if isinstance(content, msgspec.Raw):
+        try:
+            content = _ANY.decode(bytes(content)) if content else ""
+        except (msgspec.DecodeError, ValueError):
+            return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -246,7 +257,7 @@ def _error_text(response: bytes, content: Any) -> str:
     text = ""
     if response[:1] == b'"':
         try:
-            text = str(msgspec.json.decode(response))
+            text = str(_ANY.decode(response))
         except (msgspec.DecodeError, ValueError):
             text = ""
     text = text or _text(content)

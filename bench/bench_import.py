@@ -1,0 +1,132 @@
+"""Transcript import speed vs bare msgspec.json.decode of the same files, and a re-run's cost.
+
+Generates transcripts shaped like shared/corpus/transcripts: each corpus transcript copied
+over and over, every copy with its own session, record and tool ids (so nothing is
+deduplicated away), one file per copy, until --mb megabytes. Then, in this process:
+  1. bare: msgspec.json.decode of every line of every file (untyped), the baseline, measured
+     before and after the import (interleaved) and averaged;
+  2. import: TranscriptImporter over every file into a fresh index (convert, decode, redact,
+     normalize, attribute, commit, views);
+  3. re-run with nothing new: in process, and the whole `ctxd import PATH` process.
+The data is deleted at the end.
+
+    python bench/bench_import.py [--mb 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import msgspec
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from indexer.paths import StatePaths  # noqa: E402
+from indexer.transcript_import import ImportStats, TranscriptImporter  # noqa: E402
+from indexer.writer import open_writer, writer_lock  # noqa: E402
+
+CORPUS = REPO.parent / "shared" / "corpus" / "transcripts"
+_UUID = re.compile(rb"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-)[0-9a-f]{6}")
+_TOOLU = re.compile(rb"toolu_")
+
+
+def generate(out: Path, megabytes: int) -> tuple[list[Path], int]:
+    """Write copies of the corpus transcripts with fresh ids; return the files and bytes."""
+    sources = [p.read_bytes() for p in sorted(CORPUS.rglob("*.jsonl"))]
+    if not sources:
+        sys.exit(f"no transcripts in {CORPUS}")
+    files: list[Path] = []
+    total, copy = 0, 0
+    while total < megabytes * 1_000_000:
+        tag = b"%06x" % copy
+        for i, source in enumerate(sources):
+            data = _UUID.sub(lambda m, t=tag: m.group(1) + t, source)
+            data = _TOOLU.sub(b"toolu_" + tag, data)
+            path = out / f"copy{copy:05d}" / f"{i:02d}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            files.append(path)
+            total += len(data)
+        copy += 1
+    return files, total
+
+
+def bare(files: list[Path]) -> float:
+    decode = msgspec.json.decode
+    start = time.perf_counter()
+    for path in files:
+        for line in path.read_bytes().split(b"\n"):
+            if line:
+                decode(line)
+    return time.perf_counter() - start
+
+
+def import_all(state: Path, files: list[Path]) -> tuple[float, ImportStats]:
+    paths = StatePaths(state)
+    start = time.perf_counter()
+    with writer_lock(paths):
+        writer = open_writer(paths)
+        try:
+            writer.start()
+            importer = TranscriptImporter(writer)
+            stats = ImportStats()
+            for path in files:
+                stats.add(importer.import_file(path))
+        finally:
+            writer.close()
+    return time.perf_counter() - start, stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=500, help="megabytes of transcripts")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="ctxd-bench-import-"))
+    try:
+        files, size = generate(tmp / "projects", args.mb)
+        print(f"{len(files)} transcript files, {size / 1e6:.1f} MB")
+        bare1 = bare(files)
+        took, stats = import_all(tmp / ".ctxd", files)
+        bare2 = bare(files)
+        base = (bare1 + bare2) / 2
+        print(
+            f"bare msgspec.json.decode: {size / 1e6 / base:.1f} MB/s ({bare1:.2f} s, {bare2:.2f} s)"
+        )
+        print(
+            f"import: {size / 1e6 / took:.1f} MB/s ({took:.2f} s, {stats.entries} entries,"
+            f" {stats.lines} lines, {stats.duplicates} duplicates, {stats.quarantined} quarantined)"
+        )
+        print(f"ratio import / bare decode: {base / took:.3f} (goal >= 0.25)")
+        again, rerun = import_all(tmp / ".ctxd", files)
+        print(f"re-run, nothing new, in process: {again:.3f} s ({rerun.lines} lines read)")
+        start = time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "summarizer.cli.app",
+                "import",
+                "--state-dir",
+                str(tmp / ".ctxd"),
+                str(tmp / "projects"),
+            ],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
+        whole = time.perf_counter() - start
+        print(f"re-run, nothing new, whole `ctxd import` process: {whole:.3f} s (goal <= 1 s)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
