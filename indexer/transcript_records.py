@@ -57,6 +57,7 @@ class TranscriptLine(msgspec.Struct, frozen=True, gc=False):
     cwd: str = ""
     agentId: str = ""
     isMeta: bool = False
+    isSidechain: bool = False
     isCompactSummary: bool = False
     subtype: str | None = None
     permissionMode: str = ""
@@ -69,6 +70,15 @@ class CompactMetadata(msgspec.Struct, frozen=True, gc=False):
     trigger: str = ""
 
 
+# Strings one of which every line that gives an event holds (its type or subtype).
+_EVENT_MARKERS = (
+    b'"user"',
+    b'"assistant"',
+    b"compact_boundary",
+    b"stop_hook_summary",
+    b"turn_duration",
+)
+_STOP_SUBTYPES = frozenset({"stop_hook_summary", "turn_duration"})
 _LINE = msgspec.json.Decoder(TranscriptLine)
 _TYPE = msgspec.json.Decoder(RecordType)
 _ANY = msgspec.json.Decoder()
@@ -101,6 +111,9 @@ class Converter:
     transcript_path: str
     agent_type: str = ""  # the subagent type of a subagents/agent-<id>.jsonl file, if known
     pending: dict[str, ToolCall] = field(default_factory=dict)
+    # The main thread's latest assistant text not yet handed to a Stop (None: none seen, or
+    # already given: a turn's end is marked by up to two system lines).
+    last_text: str | None = None
 
     def convert(self, data: bytes, offset: int, line_no: int) -> list[Envelope]:
         """The events (as the hook would have spooled them) of one transcript line.
@@ -112,7 +125,7 @@ class Converter:
             # is a string value of the line ("user" also names a message's role), so a line
             # holding none (progress, snapshots, attachments: most of the bytes) is only
             # checked to be JSON, which costs a fraction of decoding it.
-            if b'"user"' not in data and b'"assistant"' not in data and b"compact_" not in data:
+            if not any(marker in data for marker in _EVENT_MARKERS):
                 _TYPE.decode(data)
                 return []
             rec = _LINE.decode(data)
@@ -129,6 +142,8 @@ class Converter:
                 _META.decode(bytes(rec.compactMetadata)).trigger if rec.compactMetadata else ""
             )
             return [self._line(rec, "PreCompact", {"trigger": trigger or "auto"})]
+        if rec.type == "system" and rec.subtype in _STOP_SUBTYPES:
+            return self._stop(rec)
         return []  # progress, attachments, snapshots, titles: no hook event of their own
 
     def oldest_pending(self) -> tuple[int, int] | None:
@@ -174,6 +189,13 @@ class Converter:
                 out.append(self._line(rec, "PostToolUse", fields))
         return out
 
+    def _stop(self, rec: TranscriptLine) -> list[Envelope]:
+        """The end of a main-thread turn (written when Claude Code ran the Stop hooks, 2.1+)."""
+        text, self.last_text = self.last_text, None
+        if text is None or rec.agentId or rec.isSidechain:
+            return []
+        return [self._line(rec, "Stop", {"last_assistant_message": text})]
+
     def _prompt(self, rec: TranscriptLine, prompt: str) -> list[Envelope]:
         if rec.isMeta or not prompt.strip() or prompt.startswith(_NOT_PROMPTS):
             return []
@@ -185,6 +207,8 @@ class Converter:
             return []
         out = []
         for block in message.content:
+            if block.type == "text" and not rec.agentId and not rec.isSidechain:
+                self.last_text = block.text
             if block.type != "tool_use" or not block.id:
                 continue
             tool_input = block.input if block.input else msgspec.Raw(b"{}")

@@ -18,13 +18,17 @@ CREATE TABLE IF NOT EXISTS transcript_files(
 """
 # Events without a tool_use_id that hooks and transcripts both give: the same event is the
 # same kind in the same session, close in time (the hook's clock is the moment it fired,
-# the transcript's the moment the record was written); a prompt must also have the same text.
+# the transcript's the moment the record was written); a prompt, or a Stop's last message,
+# must also have the same text.
 # A compaction's hook fires before the summary is written, which can take minutes.
 MATCH_WINDOW_NS = {
     "UserPromptSubmit": 120 * 10**9,
+    "Stop": 120 * 10**9,
     "PreCompact": 600 * 10**9,
     "PostCompact": 600 * 10**9,
 }
+
+_SAME_TEXT = frozenset({"UserPromptSubmit", "Stop"})
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
@@ -111,7 +115,7 @@ def _is_known(conn: sqlite3.Connection, e: Entry, window: int) -> bool:
             e.hook_event,
             e.ts_ns - window,
             e.ts_ns + window,
-            e.hook_event != "UserPromptSubmit",
+            e.hook_event not in _SAME_TEXT,
             e.text,
         ),
     ).fetchone()

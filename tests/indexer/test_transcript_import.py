@@ -26,6 +26,7 @@ PRAGMA = "SantiagoCoronado__pragma-web-design-test"
 # Transcripts whose session the corpus's hook logs also captured, and what both sources hold.
 OVERLAPS = [
     (f"{PRAGMA}/chat.jsonl", ("PostToolUse", "tool_result")),
+    (f"{PRAGMA}/chat.jsonl", ("Stop", "stop")),
     (
         f"{PRAGMA}/d223a2bf-3f74-473c-b5b9-01877a336c21_pre_compact_manual_20260403_105002.jsonl",
         ("UserPromptSubmit", "prompt"),
@@ -69,11 +70,16 @@ def _expected(path: Path) -> Counter[str]:
     """What a transcript should give, counted independently with json."""
     calls: dict[str, str] = {}
     want: Counter[str] = Counter()
+    answered = False  # an assistant text since the last end of turn
     for line in path.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
         content = (rec.get("message") or {}).get("content")
+        if rec.get("subtype") in ("stop_hook_summary", "turn_duration"):
+            want["Stop"] += answered
+            answered = False
         if rec.get("type") == "assistant" and isinstance(content, list):
             for b in content:
+                answered = answered or (b.get("type") == "text" and not rec.get("isSidechain"))
                 if b.get("type") == "tool_use":
                     calls[b["id"]] = b["name"]
                     want["PreToolUse"] += b["name"] in ("Agent", "Task")
@@ -127,11 +133,13 @@ def _hook_spool_lines(transcript: Path) -> list[bytes]:
     """The corpus's hook payloads of the transcript's session, as the hook spools them.
 
     The loggers kept no times, so each event gets the time Claude Code gave its record in the
-    transcript (a prompt: its user line, plus the ~0.3 s before the hook fires), as a live
-    hook's clock would.
+    transcript (a prompt: its user line, plus the ~0.3 s before the hook fires; a Stop: the
+    line Claude Code writes after the Stop hooks ran, minus 0.2 s), as a live hook's clock would.
     """
     times: dict[str, int] = {}
     prompts: dict[str, int] = {}
+    stops: dict[str, int] = {}
+    last_text = ""
     start = 0
     session = ""
     for line in transcript.read_text(encoding="utf-8").splitlines():
@@ -143,9 +151,13 @@ def _hook_spool_lines(transcript: Path) -> list[bytes]:
         content = (rec.get("message") or {}).get("content")
         if rec.get("type") == "user" and isinstance(content, str):
             prompts.setdefault(content, _ts_ns(rec["timestamp"]) + 300_000_000)
+        if rec.get("subtype") == "stop_hook_summary":
+            stops.setdefault(last_text, _ts_ns(rec["timestamp"]) - 200_000_000)
         for b in content if isinstance(content, list) else []:
             if isinstance(b, dict) and b.get("tool_use_id"):
                 times[b["tool_use_id"]] = _ts_ns(rec["timestamp"])
+            if rec.get("type") == "assistant" and isinstance(b, dict) and b.get("type") == "text":
+                last_text = b["text"]
     out = []
     pid = 4000
     hooks = CORPUS / "hooks" / transcript.relative_to(TRANSCRIPTS).parts[0]
@@ -154,8 +166,10 @@ def _hook_spool_lines(transcript: Path) -> list[bytes]:
             payload = json.loads(line)
             if not isinstance(payload, dict) or payload.get("session_id") != session:
                 continue
-            ts = prompts.get(payload.get("prompt", "")) or times.get(
-                payload.get("tool_use_id", ""), start + n * 1000
+            ts = (
+                prompts.get(payload.get("prompt", ""))
+                or stops.get(payload.get("last_assistant_message", "") or "-")
+                or times.get(payload.get("tool_use_id", ""), start + n * 1000)
             )
             pid += 1
             event = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
@@ -173,7 +187,7 @@ def _spool_hooks(state: Path, transcript: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "shared"), OVERLAPS, ids=[o[0].split("/")[-1][:8] for o in OVERLAPS]
+    ("name", "shared"), OVERLAPS, ids=[f"{o[0].split('/')[-1][:8]}-{o[1][1]}" for o in OVERLAPS]
 )
 def test_hooks_then_import_and_import_then_hooks_store_each_event_once(
     tmp_path: Path, name: str, shared: tuple[str, str]
