@@ -382,3 +382,25 @@ def test_the_command_says_what_is_missing_in_one_line(tmp_path: Path) -> None:
     assert "--all" in run.stderr
     run = _ctxd("import", str(tmp_path / "missing.jsonl"), env=env, cwd=tmp_path)
     assert run.returncode == 1 and "does not exist" in run.stderr
+
+
+def test_imported_sessions_feed_todos_failures_and_memory(tmp_path: Path) -> None:
+    # Both todo shapes: TodoWrite lists (templar, 1.0.57) and TaskCreate/TaskUpdate calls
+    # (chicken-tracker, 2.1.32); failed tool calls become remembered failures.
+    env = clean_env()
+    state = str(tmp_path / ".ctxd")
+    sources = [
+        str(TRANSCRIPTS / "conneroisu__templar" / "chat.jsonl"),
+        str(CHICKEN_TRANSCRIPT),
+    ]
+    run = _ctxd("import", "--state-dir", state, *sources, env=env, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    resume = _ctxd("resume", "b9712494", "--json", "--state-dir", state, env=env, cwd=tmp_path)
+    todos = json.loads(resume.stdout)["open_todos"]
+    assert todos and {t["source"] for t in todos} == {"TodoWrite"}
+    compact = _ctxd("compact", "--state-dir", state, env=env, cwd=tmp_path)
+    assert compact.returncode == 0, compact.stderr
+    assert "failures" in compact.stdout
+    inject = _ctxd("inject", "--format", "markdown", "--state-dir", state, env=env, cwd=tmp_path)
+    assert "Phase 1: Remove unused packages + PWA" in inject.stdout  # a TaskCreate subject
+    assert "Recent Failures to Avoid" in inject.stdout
