@@ -64,11 +64,12 @@ def transcript_files(paths: list[Path]) -> list[Path]:
     """The `.jsonl` transcripts of `paths` (files as given, folders searched recursively,
     `subagents/agent-<id>.jsonl` included), each once, main sessions before their agents."""
     found: dict[str, Path] = {}
-    for path in paths:
-        if not path.exists():
-            raise TranscriptPathError(f"{path} does not exist; give a transcript file or folder")
+    for given in paths:
+        if not given.exists():
+            raise TranscriptPathError(f"{given} does not exist; give a transcript file or folder")
+        path = given.resolve()  # a path given (or its folder) may be a link; links inside are not
         if path.is_file():
-            found.setdefault(str(path.absolute()), path.absolute())
+            found.setdefault(str(path), path)
             continue
         for root, dirs, files in os.walk(path):  # os.walk does not follow symlinks
             dirs[:] = [d for d in dirs if d != "tool-results"]  # spilled outputs, not records

@@ -222,7 +222,8 @@ def test_hooks_then_import_and_import_then_hooks_store_each_event_once(
 def _rows(state: Path) -> list[tuple[object, ...]]:
     with _db(state) as conn:
         return conn.execute(
-            "SELECT ts_ns, hook_event, event, tool_use_id, text, error FROM entries ORDER BY ts_ns"
+            "SELECT ts_ns, hook_event, event, tool_use_id, tool_name, description, files, text,"
+            " error, agent_id FROM entries ORDER BY ts_ns"
         ).fetchall()
 
 
@@ -232,13 +233,15 @@ def test_appended_lines_and_a_line_cut_in_the_middle_are_imported_later(tmp_path
     _import(whole, [CHICKEN_TRANSCRIPT])
     part = tmp_path / "session.jsonl"
     state = tmp_path / "parts" / ".ctxd"
-    cuts = [len(data) // 5, len(data) // 2 + 17, len(data) - 3, len(data)]
+    # Cut mid-line three times, and once between a tool call's line and its result's line.
+    call = data.index(b'"type":"tool_use"', len(data) // 3)
+    between = data.index(b"\n", call) + 1
+    cuts = [len(data) // 5, between, len(data) // 2 + 17, len(data) - 3, len(data)]
     written = 0
     for cut in cuts:
         with open(part, "ab") as f:
             f.write(data[written:cut])
         written = cut
-        assert data[cut - 1 : cut] != b"\n" or cut == len(data)  # each cut is mid-line
         stats = _import(state, [part])
         assert stats.quarantined == 0
     assert _rows(state) == _rows(whole)
