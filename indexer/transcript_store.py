@@ -31,9 +31,19 @@ MATCH_WINDOW_NS = {
 _SAME_TEXT = frozenset({"UserPromptSubmit", "Stop"})
 
 
+# Created by the first import, so that an index never imported into pays nothing for it;
+# partial: only events without a tool_use_id (the few matched by time) are in it.
+_MATCH_INDEX = "entries_matchable"
+_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS {_MATCH_INDEX} ON entries(session_id, hook_event, ts_ns)"
+    " WHERE tool_key IS NULL"
+)
+
+
 def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create the offsets table if this index has none yet."""
+    """Create the offsets table and the matching index if this index has none yet."""
     conn.execute(_SCHEMA)
+    conn.execute(_INDEX)
 
 
 def load_file(conn: sqlite3.Connection, path: str) -> FileState | None:
@@ -94,6 +104,10 @@ def drop_known_events(
 
     Tool events need no such query: their (session, tool_use_id, event) key is unique.
     """
+    if not any(e.hook_event in MATCH_WINDOW_NS for e, _ in pending):
+        return list(pending)
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (_MATCH_INDEX,)).fetchone():
+        return list(pending)  # nothing was ever imported here: there is nothing to match
     kept: list[tuple[Entry, HookPayload]] = []
     for entry, payload in pending:
         window = MATCH_WINDOW_NS.get(entry.hook_event)
@@ -108,8 +122,8 @@ def _is_known(conn: sqlite3.Connection, e: Entry, window: int) -> bool:
     # transcript_records.IMPORT_PID): two equal prompts from one source are two prompts.
     other_source = "pid<>0" if e.pid == 0 else "pid=0"
     row = conn.execute(
-        "SELECT 1 FROM entries WHERE session_id=? AND hook_event=? AND ts_ns BETWEEN ? AND ?"
-        f" AND {other_source} AND (? OR text=?) LIMIT 1",
+        "SELECT 1 FROM entries WHERE session_id=? AND hook_event=? AND tool_key IS NULL"
+        f" AND ts_ns BETWEEN ? AND ? AND {other_source} AND (? OR text=?) LIMIT 1",
         (
             e.session_id,
             e.hook_event,
