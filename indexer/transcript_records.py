@@ -11,6 +11,7 @@ import msgspec
 
 from indexer.models import ENVELOPE_VERSION, Envelope
 from indexer.normalize import AGENT_TOOLS
+from indexer.spool import repair_surrogates
 
 # Imported events carry pid 0 in their envelope: no hook process ever has pid 0, so an
 # imported event can never take the (ts_ns, pid) key of a captured one.
@@ -120,19 +121,27 @@ class Converter:
 
         Raises RecordError for a line that is not a transcript record.
         """
+        # Only user and assistant lines, compaction boundaries and ends of turns give events.
+        # Their type is a string value of the line ("user" also names a message's role), so a
+        # line holding none (progress, snapshots, attachments: most of the bytes) is only
+        # checked to be JSON, which costs a fraction of decoding it.
+        has_event = any(marker in data for marker in _EVENT_MARKERS)
         try:
-            # Only user and assistant lines and compaction boundaries give events. Their type
-            # is a string value of the line ("user" also names a message's role), so a line
-            # holding none (progress, snapshots, attachments: most of the bytes) is only
-            # checked to be JSON, which costs a fraction of decoding it.
-            if not any(marker in data for marker in _EVENT_MARKERS):
-                _TYPE.decode(data)
-                return []
-            rec = _LINE.decode(data)
+            rec = _decode(data, has_event)
         except (msgspec.DecodeError, ValueError) as e:
-            raise RecordError(f"not a transcript record: {e}") from e
+            # A lone UTF-16 surrogate escape (seen in Windows sessions) fails the whole line:
+            # replaced by U+FFFD, as the spool's decoder does.
+            repaired = repair_surrogates(data)
+            if repaired == data:
+                raise RecordError(f"not a transcript record: {e}") from e
+            try:
+                rec = _decode(repaired, has_event)
+            except (msgspec.DecodeError, ValueError) as e2:
+                raise RecordError(f"not a transcript record: {e2}") from e2
         except RecursionError as e:  # msgspec's own depth check: cheaper than a pre-scan
             raise RecordError("not a transcript record: JSON nested too deep") from e
+        if rec is None:
+            return []
         if rec.type == "user":
             return self._user(rec)
         if rec.type == "assistant":
@@ -239,6 +248,13 @@ class Converter:
         key = f"{rec.uuid}\x00{event}\x00{fields.get('tool_use_id', '')}"
         ts_ns = event_ts_ns(rec.timestamp, key)
         return Envelope(ENVELOPE_VERSION, ts_ns, IMPORT_PID, msgspec.Raw(_ENCODE.encode(payload)))
+
+
+def _decode(data: bytes, has_event: bool) -> TranscriptLine | None:
+    if has_event:
+        return _LINE.decode(data)
+    _TYPE.decode(data)
+    return None
 
 
 def event_ts_ns(timestamp: str, key: str) -> int:

@@ -273,6 +273,21 @@ def test_bad_lines_are_quarantined_with_file_and_line(tmp_path: Path) -> None:
     assert len(_rows(state)) == len(_rows(clean / ".ctxd")) > 0
 
 
+def test_a_lone_surrogate_escape_is_repaired_not_quarantined(tmp_path: Path) -> None:
+    line = (
+        '{"type":"user","uuid":"u1","sessionId":"s-win","timestamp":"2026-04-20T10:00:00.000Z",'
+        '"cwd":"C:\\\\Users\\\\me\\\\game","message":{"role":"user","content":"fix \\ud83d it"}}\n'
+    )
+    path = tmp_path / "t.jsonl"
+    path.write_text(line, encoding="utf-8")
+    stats = _import(tmp_path / ".ctxd", [path])
+    assert stats.quarantined == 0
+    with _db(tmp_path / ".ctxd") as conn:
+        assert conn.execute("SELECT text, cwd FROM entries").fetchall() == [
+            ("fix \ufffd it", "C:\\Users\\me\\game")
+        ]
+
+
 def test_a_replaced_transcript_is_read_again_from_the_start(tmp_path: Path) -> None:
     lines = CHICKEN_TRANSCRIPT.read_bytes().splitlines(keepends=True)
     path = tmp_path / "t.jsonl"
