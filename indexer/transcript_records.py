@@ -67,6 +67,17 @@ class TranscriptLine(msgspec.Struct, frozen=True, gc=False):
     compactMetadata: msgspec.Raw = msgspec.Raw(b"")
 
 
+class AgentResult(msgspec.Struct, frozen=True, gc=False):
+    """The Agent tool's result fields that name the agent that ran."""
+
+    agentId: str = ""
+    status: str = ""
+
+
+class CallInput(msgspec.Struct, frozen=True, gc=False):
+    subagent_type: str = ""
+
+
 class CompactMetadata(msgspec.Struct, frozen=True, gc=False):
     trigger: str = ""
 
@@ -84,6 +95,8 @@ _LINE = msgspec.json.Decoder(TranscriptLine)
 _TYPE = msgspec.json.Decoder(RecordType)
 _ANY = msgspec.json.Decoder()
 _META = msgspec.json.Decoder(CompactMetadata)
+_AGENT_RESULT = msgspec.json.Decoder(AgentResult)
+_CALL_INPUT = msgspec.json.Decoder(CallInput)
 _ENCODE = msgspec.json.Encoder()
 
 
@@ -194,9 +207,30 @@ class Converter:
                 fields["is_interrupt"] = "interrupted by user" in error
                 out.append(self._line(rec, "PostToolUseFailure", fields))
             else:
+                if call.name in AGENT_TOOLS and response:
+                    out += self._subagent(rec, call, response, block.content)
                 fields["tool_response"] = msgspec.Raw(response or bytes(block.content) or b"null")
                 out.append(self._line(rec, "PostToolUse", fields))
         return out
+
+    def _subagent(
+        self, rec: TranscriptLine, call: ToolCall, response: bytes, content: msgspec.Raw
+    ) -> list[Envelope]:
+        """SubagentStart and SubagentStop of an agent that ran to completion (2.x results
+        name it; a background agent's end is not in its launch result)."""
+        try:
+            result = _AGENT_RESULT.decode(response)
+        except (msgspec.DecodeError, ValueError):
+            return []
+        if not result.agentId or result.status not in ("", "completed"):
+            return []
+        try:
+            agent_type = _CALL_INPUT.decode(bytes(call.input)).subagent_type
+        except (msgspec.DecodeError, ValueError):
+            agent_type = ""
+        fields = {"agent_id": result.agentId, "agent_type": agent_type or "general-purpose"}
+        stop = {**fields, "last_assistant_message": _text(content)}
+        return [self._line(rec, "SubagentStart", fields), self._line(rec, "SubagentStop", stop)]
 
     def _stop(self, rec: TranscriptLine) -> list[Envelope]:
         """The end of a main-thread turn (written when Claude Code ran the Stop hooks, 2.1+)."""
@@ -244,8 +278,8 @@ class Converter:
         if rec.agentId:  # a line of a subagent's own transcript
             payload["agent_id"] = rec.agentId
             payload["agent_type"] = self.agent_type
-        payload.update(fields)
-        key = f"{rec.uuid}\x00{event}\x00{fields.get('tool_use_id', '')}"
+        payload.update(fields)  # a SubagentStart/Stop names its agent itself
+        key = f"{rec.uuid}\x00{event}\x00{fields.get('tool_use_id') or fields.get('agent_id', '')}"
         ts_ns = event_ts_ns(rec.timestamp, key)
         return Envelope(ENVELOPE_VERSION, ts_ns, IMPORT_PID, msgspec.Raw(_ENCODE.encode(payload)))
 

@@ -29,6 +29,8 @@ MATCH_WINDOW_NS = {
 }
 
 _SAME_TEXT = frozenset({"UserPromptSubmit", "Stop"})
+# A subagent's start and stop name it by Claude Code's agent id: the same id is the same event.
+_SAME_AGENT = frozenset({"SubagentStart", "SubagentStop"})
 
 
 # Created by the first import, so that an index never imported into pays nothing for it;
@@ -99,12 +101,13 @@ def save_file(conn: sqlite3.Connection, state: FileState) -> None:
 def drop_known_events(
     conn: sqlite3.Connection, pending: Sequence[tuple[Entry, HookPayload]]
 ) -> list[tuple[Entry, HookPayload]]:
-    """`pending` without the prompts and compactions the index already holds from the other
-    source (a hook for an imported event, a transcript for a captured one).
+    """`pending` without the prompts, stops, compactions and subagent starts and stops the
+    index already holds from the other source (a hook for an imported event, a transcript for
+    a captured one).
 
     Tool events need no such query: their (session, tool_use_id, event) key is unique.
     """
-    if not any(e.hook_event in MATCH_WINDOW_NS for e, _ in pending):
+    if not any(e.hook_event in MATCH_WINDOW_NS or e.hook_event in _SAME_AGENT for e, _ in pending):
         return list(pending)
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (_MATCH_INDEX,)).fetchone():
         return list(pending)  # nothing was ever imported here: there is nothing to match
@@ -112,6 +115,8 @@ def drop_known_events(
     for entry, payload in pending:
         window = MATCH_WINDOW_NS.get(entry.hook_event)
         if window is not None and _is_known(conn, entry, window):
+            continue
+        if entry.hook_event in _SAME_AGENT and entry.cc_agent_id and _is_known_agent(conn, entry):
             continue
         kept.append((entry, payload))
     return kept
@@ -132,5 +137,15 @@ def _is_known(conn: sqlite3.Connection, e: Entry, window: int) -> bool:
             e.hook_event not in _SAME_TEXT,
             e.text,
         ),
+    ).fetchone()
+    return row is not None
+
+
+def _is_known_agent(conn: sqlite3.Connection, e: Entry) -> bool:
+    other_source = "pid<>0" if e.pid == 0 else "pid=0"
+    row = conn.execute(
+        "SELECT 1 FROM entries WHERE session_id=? AND hook_event=? AND tool_key IS NULL"
+        f" AND cc_agent_id=? AND {other_source} LIMIT 1",
+        (e.session_id, e.hook_event, e.cc_agent_id),
     ).fetchone()
     return row is not None

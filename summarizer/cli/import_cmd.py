@@ -32,7 +32,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     except IndexBusyError as e:  # only the lock raises it: the daemon owns the index (I8)
         raise IndexBusyError(f"{e}; run `ctxd stop`, then `ctxd import`, then `ctxd start`") from e
     print(
-        f"imported {stats.entries} entries from {stats.lines} new lines of {stats.changed} of "
+        f"imported {stats.entries} entries from {stats.lines} lines read in {stats.changed} of "
         f"{stats.files} transcript files ({stats.bytes / 1e6:.1f} MB); "
         f"{stats.duplicates} already indexed, {stats.quarantined} quarantined"
     )

@@ -32,6 +32,7 @@ OVERLAPS = [
         ("UserPromptSubmit", "prompt"),
     ),
     (f"imjoshnewton__chicken-tracker-t3/{CHICKEN}/chat.jsonl", ("UserPromptSubmit", "prompt")),
+    (f"imjoshnewton__chicken-tracker-t3/{CHICKEN}/chat.jsonl", ("SubagentStop", "subagent_stop")),
 ]
 
 pytestmark = pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason=f"no corpus at {CORPUS}")
@@ -84,9 +85,22 @@ def _expected(path: Path) -> Counter[str]:
                     calls[b["id"]] = b["name"]
                     want["PreToolUse"] += b["name"] in ("Agent", "Task")
         if rec.get("type") == "user" and isinstance(content, list):
-            for b in content:
-                if b.get("type") == "tool_result" and calls.pop(b["tool_use_id"], None):
+            results = [b for b in content if b.get("type") == "tool_result"]
+            for b in results:
+                name = calls.pop(b["tool_use_id"], None)
+                if name:
                     want["PostToolUseFailure" if b.get("is_error") else "PostToolUse"] += 1
+                agent = rec.get("toolUseResult")
+                if (
+                    name in ("Agent", "Task")
+                    and not b.get("is_error")
+                    and len(results) == 1
+                    and isinstance(agent, dict)
+                    and agent.get("agentId")
+                    and agent.get("status", "completed") == "completed"
+                ):
+                    want["SubagentStart"] += 1
+                    want["SubagentStop"] += 1
         if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
             want["PreCompact"] += 1
         want["PostCompact"] += bool(rec.get("isCompactSummary"))
@@ -162,6 +176,8 @@ def _hook_spool_lines(transcript: Path) -> list[bytes]:
     pid = 4000
     hooks = CORPUS / "hooks" / transcript.relative_to(TRANSCRIPTS).parts[0]
     for f in sorted(hooks.rglob("*.jsonl")):
+        if f.name == "agent_task_complete.jsonl":
+            continue  # a second logger's copy of the SubagentStop events (see PROVENANCE.md)
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
             payload = json.loads(line)
             if not isinstance(payload, dict) or payload.get("session_id") != session:
@@ -389,7 +405,7 @@ def test_the_command_imports_this_projects_folder_under_claude_config_dir(tmp_pa
     assert sub == [("a4d2c8f1e0b3a297", "Explore", '["/p/a.py"]')]
     assert (state / "index.db").stat().st_mode & 0o777 == 0o600
     again = _ctxd("import", env=env, cwd=project)
-    assert again.stdout.startswith("imported 0 entries from 0 new lines of 0 of 2"), again.stdout
+    assert again.stdout.startswith("imported 0 entries from 0 lines read in 0 of 2"), again.stdout
 
 
 def test_the_command_says_what_is_missing_in_one_line(tmp_path: Path) -> None:
