@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import sqlite3
+import struct
 import subprocess
 import sys
+import termios
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -438,3 +442,47 @@ def test_imported_sessions_feed_todos_failures_and_memory(tmp_path: Path) -> Non
     inject = _ctxd("inject", "--format", "markdown", "--state-dir", state, env=env, cwd=tmp_path)
     assert "Phase 1: Remove unused packages + PWA" in inject.stdout  # a TaskCreate subject
     assert "Recent Failures to Avoid" in inject.stdout
+
+
+def test_a_progress_bar_on_a_terminal_only_and_tqdm_loaded_only_then(tmp_path: Path) -> None:
+    source = str(TRANSCRIPTS / "noahmbrown2-pixel__ice-hockey-game" / "chat.jsonl")
+    code = (
+        "import sys; from summarizer.cli.app import main; "
+        f"rc = main(['import', '--state-dir', sys.argv[1], {source!r}]); "
+        "print('tqdm' in sys.modules, rc)"
+    )
+    plain = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "a")],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert plain.stdout.splitlines()[-1] == "False 0" and plain.stderr == ""
+    controller, terminal = pty.openpty()
+    # A new pseudo-terminal is 0 columns wide: a bar would have no room.
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path / "b")],
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+        )
+        os.close(terminal)
+        out, _ = proc.communicate(timeout=120)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the terminal's other end is closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(controller)
+    assert out.splitlines()[-1] == "True 0"
+    assert b"importing" in shown and b"100%" in shown
