@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,11 @@ log = logging.getLogger("ctxd.import")
 # A tool call still without its result this many lines later never gets one (the session was
 # killed mid-call): stop holding the committed offset back for it.
 _ORPHAN_LINES = 5000
+# Claude Code writes a turn's end milliseconds after its last text. In a file written to
+# this recently the end may still come, so the text's line is read again next time; in an
+# older one (an idle or finished session, or a version that marks no turn's end) it never
+# will, and re-reading it would only cost time.
+_LIVE_S = 300.0
 
 
 @dataclass
@@ -92,7 +98,9 @@ class TranscriptImporter:
                 with store.transaction(self.conn):
                     stored = transcript_store.restart_file(self.conn, str(path), seen.dev, seen.ino)
             stats.changed = 1
-            self._read(fd, stored, seen.size, Converter(str(path), _agent_type(path)), stats)
+            is_live = time.time() - os.fstat(fd).st_mtime < _LIVE_S
+            converter = Converter(str(path), _agent_type(path))
+            self._read(fd, stored, seen.size, converter, stats, is_live=is_live)
             if progress is not None:
                 progress(seen.size - stored.offset)
             return stats
@@ -100,7 +108,14 @@ class TranscriptImporter:
             os.close(fd)
 
     def _read(
-        self, fd: int, state: FileState, size: int, converter: Converter, stats: ImportStats
+        self,
+        fd: int,
+        state: FileState,
+        size: int,
+        converter: Converter,
+        stats: ImportStats,
+        *,
+        is_live: bool,
     ) -> None:
         """Read from `state` to the last complete line, one transaction per batch (I3)."""
         pos, line_no = state.offset, state.line_no
@@ -131,7 +146,7 @@ class TranscriptImporter:
                     converter.forget_older_than(line_no - _ORPHAN_LINES)
                     # A call whose result is not read yet keeps the offset before its line:
                     # the next run reads the call again and joins it to its result.
-                    held = converter.oldest_pending()
+                    held = converter.oldest_pending(with_text=is_live)
                     offset, at_line = (pos, line_no) if held is None else held
                     state = self._save(fd, state, offset, at_line)
             except BaseException:

@@ -128,6 +128,7 @@ class Converter:
     # The main thread's latest assistant text not yet handed to a Stop (None: none seen, or
     # already given: a turn's end is marked by up to two system lines).
     last_text: str | None = None
+    last_text_at: tuple[int, int] = (0, 0)  # its line's offset and the lines before it
 
     def convert(self, data: bytes, offset: int, line_no: int) -> list[Envelope]:
         """The events (as the hook would have spooled them) of one transcript line.
@@ -168,11 +169,14 @@ class Converter:
             return self._stop(rec)
         return []  # progress, attachments, snapshots, titles: no hook event of their own
 
-    def oldest_pending(self) -> tuple[int, int] | None:
-        """Where the oldest tool call still waiting for its result starts (offset, and the
-        number of lines before it), if any."""
-        oldest = min(self.pending.values(), key=lambda c: c.offset, default=None)
-        return None if oldest is None else (oldest.offset, oldest.line_no - 1)
+    def oldest_pending(self, *, with_text: bool) -> tuple[int, int] | None:
+        """Where the oldest line still needed later starts (offset, and the number of lines
+        before it), if any: a tool call waiting for its result, or (`with_text`) the
+        assistant text that the turn's end will hand to Stop."""
+        held = [(c.offset, c.line_no - 1) for c in self.pending.values()]
+        if with_text and self.last_text is not None:
+            held.append(self.last_text_at)
+        return min(held, default=None)
 
     def forget_older_than(self, line_no: int) -> None:
         """Give up on calls from before `line_no`: their result never came."""
@@ -235,6 +239,7 @@ class Converter:
     def _stop(self, rec: TranscriptLine) -> list[Envelope]:
         """The end of a main-thread turn (written when Claude Code ran the Stop hooks, 2.1+)."""
         text, self.last_text = self.last_text, None
+        self.last_text_at = (0, 0)
         if text is None or rec.agentId or rec.isSidechain:
             return []
         return [self._line(rec, "Stop", {"last_assistant_message": text})]
@@ -252,6 +257,7 @@ class Converter:
         for block in message.content:
             if block.type == "text" and not rec.agentId and not rec.isSidechain:
                 self.last_text = block.text
+                self.last_text_at = (offset, line_no - 1)
             if block.type != "tool_use" or not block.id:
                 continue
             tool_input = block.input if block.input else msgspec.Raw(b"{}")

@@ -247,10 +247,12 @@ def test_appended_lines_and_a_line_cut_in_the_middle_are_imported_later(tmp_path
     _import(whole, [CHICKEN_TRANSCRIPT])
     part = tmp_path / "session.jsonl"
     state = tmp_path / "parts" / ".ctxd"
-    # Cut mid-line three times, and once between a tool call's line and its result's line.
+    # Cut mid-line three times, once between a tool call's line and its result's line, and
+    # once between a turn's last text and the line that ends the turn.
     call = data.index(b'"type":"tool_use"', len(data) // 3)
     between = data.index(b"\n", call) + 1
-    cuts = [len(data) // 5, between, len(data) // 2 + 17, len(data) - 3, len(data)]
+    turn_end = data.rindex(b"\n", 0, data.index(b"stop_hook_summary", len(data) // 2)) + 1
+    cuts = [len(data) // 5, between, len(data) // 2 + 17, turn_end, len(data) - 3, len(data)]
     written = 0
     for cut in cuts:
         with open(part, "ab") as f:
@@ -259,7 +261,14 @@ def test_appended_lines_and_a_line_cut_in_the_middle_are_imported_later(tmp_path
         stats = _import(state, [part])
         assert stats.quarantined == 0
     assert _rows(state) == _rows(whole)
-    assert _import(state, [part]).lines == 0  # nothing new: nothing read
+    # Written to just now, the file may still get its last turn's end: the turn's last text
+    # is read again, then once more when the session is idle; after that nothing new means
+    # nothing read.
+    assert 0 < _import(state, [part]).lines < 100
+    os.utime(part, (1_700_000_000, 1_700_000_000))
+    assert 0 < _import(state, [part]).lines < 100
+    assert _import(state, [part]).lines == 0
+    assert _rows(state) == _rows(whole)
 
 
 def test_bad_lines_are_quarantined_with_file_and_line(tmp_path: Path) -> None:
