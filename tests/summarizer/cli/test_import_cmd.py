@@ -91,6 +91,8 @@ def test_the_command_imports_this_projects_folder_under_claude_config_dir(tmp_pa
     (folder / session / "subagents" / "agent-a4d2c8f1e0b3a297.meta.json").write_text(
         '{"agentType":"Explore"}'
     )
+    for f in (folder / f"{session}.jsonl", agent_file):
+        os.utime(f, (1_700_000_000, 1_700_000_000))  # finished sessions, idle for long
     env = clean_env(CLAUDE_CONFIG_DIR=str(config))
     run = _ctxd("import", env=env, cwd=project)
     assert run.returncode == 0, run.stderr
