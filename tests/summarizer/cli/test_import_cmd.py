@@ -183,3 +183,25 @@ def test_a_progress_bar_on_a_terminal_only_and_tqdm_loaded_only_then(tmp_path: P
         os.close(controller)
     assert out.splitlines()[-1] == "True 0"
     assert b"importing" in shown and b"100%" in shown
+
+
+def test_all_imports_every_project_folder(tmp_path: Path) -> None:
+    config = tmp_path / "claude-config"
+    sources = {
+        "-home-u-one": TRANSCRIPTS / "noahmbrown2-pixel__ice-hockey-game" / "chat.jsonl",
+        "-home-u-two": TRANSCRIPTS / "rickithadi__9line-landing" / "chat.jsonl",
+    }
+    sessions = set()
+    for name, source in sources.items():
+        (config / "projects" / name).mkdir(parents=True)
+        (config / "projects" / name / "s.jsonl").write_bytes(source.read_bytes())
+        records = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+        sessions |= {r["sessionId"] for r in records if r.get("type") == "user"}
+    env = clean_env(CLAUDE_CONFIG_DIR=str(config))
+    state = tmp_path / ".ctxd"
+    run = _ctxd("import", "--all", "--state-dir", str(state), env=env, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "in 2 of 2 transcript files" in run.stdout
+    with _db(state) as conn:
+        stored = {r[0] for r in conn.execute("SELECT session_id FROM sessions")}
+    assert sessions <= stored
