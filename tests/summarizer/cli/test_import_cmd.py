@@ -205,3 +205,16 @@ def test_all_imports_every_project_folder(tmp_path: Path) -> None:
     with _db(state) as conn:
         stored = {r[0] for r in conn.execute("SELECT session_id FROM sessions")}
     assert sessions <= stored
+
+
+def test_the_command_says_to_stop_the_daemon_that_holds_the_index(tmp_path: Path) -> None:
+    from indexer.paths import StatePaths
+    from indexer.writer import writer_lock
+
+    state = tmp_path / ".ctxd"
+    source = str(TRANSCRIPTS / "noahmbrown2-pixel__ice-hockey-game" / "chat.jsonl")
+    with writer_lock(StatePaths(state)):  # as a running daemon holds it
+        run = _ctxd("import", "--state-dir", str(state), source, env=clean_env(), cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stderr.count("\n") == 1 and "`ctxd stop`" in run.stderr
+    assert not (state / "index.db").exists()
