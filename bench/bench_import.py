@@ -2,7 +2,7 @@
 
 Generates transcripts shaped like shared/corpus/transcripts: each corpus transcript copied
 over and over, every copy with its own session, record and tool ids (so nothing is
-deduplicated away), one file per copy, until --mb megabytes. Then, in this process:
+deduplicated away), one file per copy, until --mb megabytes, dated a day back (finished sessions). Then, in this process:
   1. bare: msgspec.json.decode of every line of every file (untyped), the baseline;
   2. import: TranscriptImporter over every file into a fresh index (convert, decode, redact,
      normalize, attribute, commit, views);
@@ -16,6 +16,7 @@ The data is deleted at the end.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -53,6 +54,9 @@ def generate(out: Path, megabytes: int) -> tuple[list[Path], int]:
             path = out / f"copy{copy:05d}" / f"{i:02d}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+            # Finished sessions, as old transcripts are (a file written to in the last minutes
+            # has its last turn's text read again on the next run).
+            os.utime(path, (time.time() - 86400, time.time() - 86400))
             files.append(path)
             total += len(data)
         copy += 1
