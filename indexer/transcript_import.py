@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,12 +126,14 @@ class TranscriptImporter:
             if not lines:
                 if len(chunk) < self.config.max_line_bytes:
                     return  # a partial last line: not yet written (I4); read it next time
-                lines, consumed = [RawLine(pos, b"")], _skip_line(fd, pos, size)
-                if consumed < 0:
-                    return
-                error = f"line exceeds [ingest] max_line_bytes ({consumed} bytes)"
-                state = self._commit(fd, state, pos + consumed, line_no + 1, [(pos, error)])
-                pos, line_no = state.offset, state.line_no
+                length = _skip_line(fd, pos, size)
+                if length < 0:
+                    return  # an oversize line still being written
+                error = f"line exceeds [ingest] max_line_bytes ({length} bytes)"
+                pos, line_no = pos + length, line_no + 1
+                held = converter.oldest_pending(with_text=is_live)
+                offset, at_line = (pos, line_no) if held is None else held
+                state = self._commit(fd, state, offset, at_line, [(pos - length, line_no, error)])
                 stats.quarantined += 1
                 continue
             batch = Batch(state)
@@ -169,8 +172,14 @@ class TranscriptImporter:
             return
         try:
             events = converter.convert(raw.data, raw.offset, line_no)
-        except (RecordError, msgspec.DecodeError, ValueError) as e:
+        except RecordError as e:
             batch.quarantine(raw.offset, line_no, str(e), raw.data)
+            return
+        except sqlite3.Error:
+            raise
+        except Exception as e:  # a record shape no rule foresaw must not stop the import (I6)
+            log.exception("quarantined %s line %d after an error", batch.state.name, line_no)
+            batch.quarantine(raw.offset, line_no, f"{type(e).__name__}: {e}", raw.data)
             return
         for event in events:
             guarded_event(batch, raw.offset, line_no, event, self.config, self.registry)
@@ -194,11 +203,12 @@ class TranscriptImporter:
         return new
 
     def _commit(
-        self, fd: int, state: FileState, offset: int, line_no: int, bad: list[tuple[int, str]]
+        self, fd: int, state: FileState, offset: int, line_no: int, bad: list[tuple[int, int, str]]
     ) -> FileState:
+        """Quarantine lines that were never decoded and store the new offset."""
         batch = Batch(state)
-        for at, error in bad:
-            batch.quarantine(at, line_no, error, os.pread(fd, 4096, at))
+        for at, at_line, error in bad:
+            batch.quarantine(at, at_line, error, os.pread(fd, 4096, at))
         with store.transaction(self.conn):
             self.writer.ingestor.store_batch(batch)
             return self._save(fd, state, offset, line_no)

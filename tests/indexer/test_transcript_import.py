@@ -336,3 +336,41 @@ def test_a_replaced_transcript_is_read_again_from_the_start(tmp_path: Path) -> N
 )
 def test_project_folder_names_follow_claude_code(project: str, folder: str) -> None:
     assert project_folder_name(project) == folder
+
+
+@pytest.mark.parametrize("batch_bytes", [2 * 1024 * 1024, 4096])
+def test_an_oversize_line_is_quarantined_and_the_rest_imported(
+    tmp_path: Path, batch_bytes: int
+) -> None:
+    # With a large read chunk the long line is read whole; with a small one it never fits.
+    state = tmp_path / ".ctxd"
+    state.mkdir(mode=0o700)
+    (state / "config.toml").write_text(
+        f"[ingest]\nmax_line_bytes = 4096\nbatch_bytes = {batch_bytes}\n", encoding="utf-8"
+    )
+    lines = CHICKEN_TRANSCRIPT.read_bytes().splitlines(keepends=True)
+    small = [line for line in lines if len(line) < 3000][:80]
+    big = (
+        json.dumps(
+            {
+                "type": "user",
+                "uuid": "big",
+                "sessionId": CHICKEN,
+                "timestamp": "2026-02-05T20:30:00.000Z",
+                "message": {"role": "user", "content": "x" * 10_000},
+            }
+        ).encode()
+        + b"\n"
+    )
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join([*small[:40], big, *small[40:]]))
+    stats = _import(state, [path])
+    with _db(state) as conn:
+        rows = conn.execute("SELECT name, line_no, error FROM quarantine").fetchall()
+    assert [(r[0], r[1]) for r in rows] == [(str(path), 41)]
+    assert "max_line_bytes" in rows[0][2]
+    clean = tmp_path / "clean.jsonl"
+    clean.write_bytes(b"".join(small))
+    _import(tmp_path / "c" / ".ctxd", [clean])
+    assert len(_rows(state)) == len(_rows(tmp_path / "c" / ".ctxd")) > 0
+    assert stats.quarantined == 1
