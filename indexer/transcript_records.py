@@ -43,7 +43,7 @@ class Message(msgspec.Struct, frozen=True, gc=False):
 
 
 class RecordType(msgspec.Struct, frozen=True, gc=False):
-    """A transcript line that gives no event: only its shape is checked."""
+    """Only the type of a transcript line."""
 
     type: str = ""
 
@@ -82,14 +82,7 @@ class CompactMetadata(msgspec.Struct, frozen=True, gc=False):
     trigger: str = ""
 
 
-# Strings one of which every line that gives an event holds (its type or subtype).
-_EVENT_MARKERS = (
-    b'"user"',
-    b'"assistant"',
-    b"compact_boundary",
-    b"stop_hook_summary",
-    b"turn_duration",
-)
+_EVENT_TYPES = frozenset({"user", "assistant", "system"})
 _STOP_SUBTYPES = frozenset({"stop_hook_summary", "turn_duration"})
 _LINE = msgspec.json.Decoder(TranscriptLine)
 _TYPE = msgspec.json.Decoder(RecordType)
@@ -135,13 +128,8 @@ class Converter:
 
         Raises RecordError for a line that is not a transcript record.
         """
-        # Only user and assistant lines, compaction boundaries and ends of turns give events.
-        # Their type is a string value of the line ("user" also names a message's role), so a
-        # line holding none (progress, snapshots, attachments: most of the bytes) is only
-        # checked to be JSON, which costs a fraction of decoding it.
-        has_event = any(marker in data for marker in _EVENT_MARKERS)
         try:
-            rec = _decode(data, has_event)
+            rec = _decode(data)
         except (msgspec.DecodeError, ValueError) as e:
             # A lone UTF-16 surrogate escape (seen in Windows sessions) fails the whole line:
             # replaced by U+FFFD, as the spool's decoder does.
@@ -149,7 +137,7 @@ class Converter:
             if repaired == data:
                 raise RecordError(f"not a transcript record: {e}") from e
             try:
-                rec = _decode(repaired, has_event)
+                rec = _decode(repaired)
             except (msgspec.DecodeError, ValueError) as e2:
                 raise RecordError(f"not a transcript record: {e2}") from e2
         except RecursionError as e:  # msgspec's own depth check: cheaper than a pre-scan
@@ -290,11 +278,19 @@ class Converter:
         return Envelope(ENVELOPE_VERSION, ts_ns, IMPORT_PID, msgspec.Raw(_ENCODE.encode(payload)))
 
 
-def _decode(data: bytes, has_event: bool) -> TranscriptLine | None:
-    if has_event:
+def _decode(data: bytes) -> TranscriptLine | None:
+    """The line's record; None for a record of a type that gives no event, whatever the
+    shape of its other fields (those types change between versions and are skipped anyway).
+
+    Only the fields the import reads are decoded; the rest of a line (a progress record's
+    nested messages, a snapshot's file list) is only checked to be JSON.
+    """
+    try:
         return _LINE.decode(data)
-    _TYPE.decode(data)
-    return None
+    except msgspec.ValidationError:
+        if _TYPE.decode(data).type in _EVENT_TYPES:
+            raise
+        return None
 
 
 def event_ts_ns(timestamp: str, key: str) -> int:
