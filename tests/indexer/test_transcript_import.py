@@ -374,3 +374,17 @@ def test_an_oversize_line_is_quarantined_and_the_rest_imported(
     _import(tmp_path / "c" / ".ctxd", [clean])
     assert len(_rows(state)) == len(_rows(tmp_path / "c" / ".ctxd")) > 0
     assert stats.quarantined == 1
+
+
+def test_an_odd_shape_is_skipped_in_a_skipped_type_and_quarantined_in_a_read_one(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(
+        b'{"type":"progress","timestamp":5,"isMeta":"no"}\n'
+        b'{"type":"user","timestamp":5,"sessionId":"s1","message":{"content":"hi"}}\n'
+    )
+    stats = _import(tmp_path / ".ctxd", [path])
+    assert stats.quarantined == 1
+    with _db(tmp_path / ".ctxd") as conn:
+        assert [r[0] for r in conn.execute("SELECT line_no FROM quarantine")] == [2]
