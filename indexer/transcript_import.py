@@ -164,7 +164,7 @@ class TranscriptImporter:
                 self.writer.ingestor.on_batch(batch.stats)
 
     def _line(self, batch: Batch, converter: Converter, raw: RawLine, line_no: int) -> None:
-        if not raw.data.strip():
+        if not raw.data or raw.data.isspace():  # isspace stops at the first other byte
             return
         if len(raw.data) > self.config.max_line_bytes:
             error = f"line exceeds [ingest] max_line_bytes ({len(raw.data)} bytes)"
