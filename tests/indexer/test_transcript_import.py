@@ -388,3 +388,67 @@ def test_an_odd_shape_is_skipped_in_a_skipped_type_and_quarantined_in_a_read_one
     assert stats.quarantined == 1
     with _db(tmp_path / ".ctxd") as conn:
         assert [r[0] for r in conn.execute("SELECT line_no FROM quarantine")] == [2]
+
+
+def _compaction_transcript(path: Path, session: str) -> None:
+    base = {"sessionId": session, "cwd": "/p", "isSidechain": False, "userType": "external"}
+    records = []
+    for n, stamp in enumerate(("2026-04-02T12:04:50.623Z", "2026-04-02T12:40:10.000Z")):
+        records.append(
+            {
+                **base,
+                "type": "system",
+                "subtype": "compact_boundary",
+                "uuid": f"cb{n}",
+                "timestamp": stamp,
+                "compactMetadata": {"trigger": "manual", "preTokens": 150000},
+            }
+        )
+        records.append(
+            {
+                **base,
+                "type": "user",
+                "uuid": f"cs{n}",
+                "isCompactSummary": True,
+                "timestamp": stamp,
+                "message": {"role": "user", "content": f"This session is being continued… {n}"},
+            }
+        )
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def _spool_compaction_hooks(state: Path, session: str) -> None:
+    """The hooks of the first compaction only: PreCompact a minute before the boundary is
+    written (the summary takes that long), PostCompact just after."""
+    paths = StatePaths(state)
+    paths.ensure()
+    boundary = _ts_ns("2026-04-02T12:04:50.623Z")
+    lines = []
+    for pid, (event, ts, extra) in enumerate(
+        [
+            ("PreCompact", boundary - 60 * 10**9, {"trigger": "manual"}),
+            ("PostCompact", boundary + 20 * 10**6, {"trigger": "manual", "compact_summary": "s"}),
+        ],
+        start=7000,
+    ):
+        payload = {"session_id": session, "cwd": "/p", "hook_event_name": event, **extra}
+        lines.append(f'{{"ctxd":1,"ts_ns":{ts},"pid":{pid},"event":{json.dumps(payload)}}}')
+    (paths.spool / "20260402T12.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    catch_up(paths)
+
+
+def test_a_compaction_from_hooks_and_transcript_is_stored_once_either_way(tmp_path: Path) -> None:
+    session = "f32d2764-18ca-4c36-8058-6f26e915740b"
+    transcript = tmp_path / "t.jsonl"
+    _compaction_transcript(transcript, session)
+    hooks_first, import_first = tmp_path / "a" / ".ctxd", tmp_path / "b" / ".ctxd"
+    _spool_compaction_hooks(hooks_first, session)
+    _import(hooks_first, [transcript])
+    _import(import_first, [transcript])
+    _spool_compaction_hooks(import_first, session)
+    for state in (hooks_first, import_first):
+        # Two compactions: the first from both sources (stored once), the second only in
+        # the transcript, 35 minutes later.
+        assert _kinds(state) == Counter(
+            {("PreCompact", "pre_compact"): 2, ("PostCompact", "post_compact"): 2}
+        )
