@@ -65,13 +65,18 @@ def build_parser() -> argparse.ArgumentParser:
         "summarizer.cli.index:cmd_ingest",
         "index everything in the spool now (one catch-up pass)",
     )
-    p = add("status", "summarizer.cli.status:cmd_status", "show daemon, spool lag and index counts")
+    p = add(
+        "status", "summarizer.cli.status:cmd_status", "show daemon, spool lag and index counts"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     add(
         "rebuild",
         "summarizer.cli.index:cmd_rebuild",
         "regenerate every per-agent view from the index",
     )
+    from summarizer.cli import parse_import
+
+    parse_import.register(add)
 
     p = add(
         "read",
@@ -94,9 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_memory.register(add)
     cli_sessions.register(add)
-    from summarizer.cli import parse_import
-
-    parse_import.register(add)
     return parser
 
 
