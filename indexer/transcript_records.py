@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from indexer.models import ENVELOPE_VERSION, Envelope
-from indexer.normalize import AGENT_TOOLS
+from indexer.normalize import AGENT_TOOLS, reads_response
 from indexer.spool import repair_surrogates
 
 # Imported events carry pid 0 in their envelope: no hook process ever has pid 0, so an
@@ -201,7 +201,12 @@ class Converter:
             else:
                 if call.name in AGENT_TOOLS and response:
                     out += self._subagent(rec, call, response, block.content)
-                fields["tool_response"] = msgspec.Raw(response or bytes(block.content) or b"null")
+                # A response nothing reads (a file's text, a search's hits: most of a
+                # transcript's bytes) is left out rather than copied and parsed twice more.
+                if reads_response(call.name):
+                    fields["tool_response"] = msgspec.Raw(
+                        response or bytes(block.content) or b"null"
+                    )
                 out.append(self._line(rec, "PostToolUse", fields))
         return out
 

@@ -452,3 +452,27 @@ def test_a_compaction_from_hooks_and_transcript_is_stored_once_either_way(tmp_pa
         assert _kinds(state) == Counter(
             {("PreCompact", "pre_compact"): 2, ("PostCompact", "post_compact"): 2}
         )
+
+
+def test_leaving_out_unread_tool_responses_changes_no_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The import leaves out the tool responses no entry uses (normalize.reads_response);
+    # with every response kept, as a hook sends it, the index must come out the same.
+    import indexer.transcript_records as records
+
+    trimmed, full = tmp_path / "trimmed" / ".ctxd", tmp_path / "full" / ".ctxd"
+    _import(trimmed, _corpus_files())
+    monkeypatch.setattr(records, "reads_response", lambda _tool: True)
+    _import(full, _corpus_files())
+
+    def everything(state: Path) -> list[tuple[object, ...]]:
+        with _db(state) as conn:
+            return conn.execute(
+                "SELECT ts_ns, pid, session_id, hook_event, event, agent_id, agent_type,"
+                " cc_agent_id, tool_name, tool_use_id, description, instruction, output_summary,"
+                " error, files, text, cwd, detail FROM entries ORDER BY ts_ns, pid"
+            ).fetchall()
+
+    assert everything(trimmed) == everything(full)
+    assert len(everything(full)) > 1000
