@@ -187,7 +187,9 @@ class Converter:
             call = self.pending.pop(block.tool_use_id, None)
             if call is None:
                 continue  # its call was imported from an earlier file or pass without it
-            response = bytes(rec.toolUseResult) if len(results) == 1 else b""
+            # The structured result belongs to the line's only call; copied only when read.
+            needed = block.is_error or reads_response(call.name)
+            response = bytes(rec.toolUseResult) if needed and len(results) == 1 else b""
             fields: dict[str, Any] = {
                 "tool_name": call.name,
                 "tool_use_id": block.tool_use_id,
@@ -203,7 +205,7 @@ class Converter:
                     out += self._subagent(rec, call, response, block.content)
                 # A response nothing reads (a file's text, a search's hits: most of a
                 # transcript's bytes) is left out rather than copied and parsed twice more.
-                if reads_response(call.name):
+                if needed:
                     fields["tool_response"] = msgspec.Raw(
                         response or bytes(block.content) or b"null"
                     )
