@@ -4,6 +4,7 @@ CtxdError(Exception)
 ├── ConfigError          a config file or key is invalid (names the file and key)
 ├── InvalidIdError       a session or agent id cannot become a path part
 ├── StateDirError        the state directory is missing, unwritable or unsafe
+├── TranscriptPathError  a transcript file or folder to import is missing or unreadable
 └── IndexAccessError     the index cannot be used (sqlite3 errors become one of these)
     ├── IndexBusyError        another process holds the writer lock (daemon.lock)
     ├── IndexLockedError      SQLite stayed locked by another connection past its timeout
@@ -134,3 +135,7 @@ def translate(exc: BaseException, where: str = "index") -> IndexAccessError:
             f"{where}: the index is damaged ({text}); move it aside and run `ctxd rebuild`"
         )
     return IndexAccessError(f"{where}: the index could not be used ({text}); run `ctxd doctor`")
+
+
+class TranscriptPathError(CtxdError):
+    """A transcript file or folder to import does not exist or cannot be read."""

@@ -29,6 +29,7 @@ from indexer.tailer import (
     observe,
     read_chunk,
 )
+from indexer.transcript_store import drop_known_events
 
 # The writer and the daemon take both from here, the module that produces them.
 __all__ = ["IngestStats", "Ingestor"]
@@ -244,10 +245,19 @@ class Ingestor:
             return True  # digits that are no date (month 13): no hook writes that name
         return now >= hour_start + 3600
 
+    def store_batch(self, batch: Batch) -> None:
+        """Store a batch built outside the spool (the transcript import), inside the caller's
+        transaction."""
+        self._store(batch)
+
     def _store(self, batch: Batch) -> None:
         """Insert the batch's entries and quarantined lines; update the session catalog."""
         # An agent relinked later in this batch must own the batch's earlier entries too.
         batch.pending = [(self.registry.current(e), p) for e, p in batch.pending]
+        # A prompt or compaction that an imported transcript already gave (or the reverse).
+        known = len(batch.pending)
+        batch.pending = drop_known_events(self.conn, batch.pending)
+        batch.stats.duplicates += known - len(batch.pending)
         inserted, failed = self._insert(batch)
         now_ns = time.time_ns()
         for offset, line_no, error, data in batch.quarantined:

@@ -75,6 +75,27 @@ def guarded_line(
         batch.quarantine(raw.offset, line_no, f"{type(e).__name__}: {e}", raw.data)
 
 
+def guarded_event(
+    batch: Batch,
+    offset: int,
+    line_no: int,
+    env: Envelope,
+    cfg: IngestConfig,
+    registry: AgentRegistry,
+) -> None:
+    """Ingest one event built in memory (the transcript import) into `batch`, like a spool
+    line's: the same decoding, normalization, redaction and attribution, and the same
+    quarantine of anything that fails (I6)."""
+    try:
+        batch.stats.lines += 1
+        _ingest_envelope(batch, offset, line_no, env, cfg, registry)
+    except sqlite3.Error:
+        raise
+    except Exception as e:  # one event must never stop the import
+        log.exception("quarantined %s line %d after an error", batch.state.name, line_no)
+        batch.quarantine(offset, line_no, f"{type(e).__name__}: {e}", bytes(env.event))
+
+
 def _ingest_line(
     batch: Batch, raw: RawLine, line_no: int, cfg: IngestConfig, registry: AgentRegistry
 ) -> None:

@@ -84,6 +84,11 @@ _EMPTY_INPUT = ToolInput()
 _EMPTY_RESPONSE = ToolResponse()
 
 
+def reads_response(tool_name: str) -> bool:
+    """Whether an entry uses anything of this tool's `tool_response` (most tools: nothing)."""
+    return tool_name in AGENT_TOOLS or tool_name == "Bash" or tool_name in _RESPONSE_TOOLS
+
+
 def decode_input(raw: msgspec.Raw) -> ToolInput:
     """Decode the summarised fields of a tool_input; lenient, never raises."""
     data = bytes(raw)

@@ -258,6 +258,8 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer.purge",
         "indexer.query",
         "indexer.task_lookup",
+        "indexer.transcript_import",
+        "indexer.transcript_paths",
         "indexer.writer",
     }
 )

@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
         "summarizer.cli.index:cmd_rebuild",
         "regenerate every per-agent view from the index",
     )
+    from summarizer.cli import parse_import
+
+    parse_import.register(add)
 
     p = add(
         "read",

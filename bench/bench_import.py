@@ -1,0 +1,151 @@
+"""Transcript import speed vs bare msgspec.json.decode of the same files, and a re-run's cost.
+
+Generates transcripts shaped like shared/corpus/transcripts: each corpus transcript copied
+over and over, every copy with its own session, record and tool ids (so nothing is
+deduplicated away), one file per copy, until --mb megabytes, dated a day back (finished sessions). Then, in this process:
+  1. bare: msgspec.json.decode of every line of every file (untyped), the baseline;
+  2. import: TranscriptImporter over every file into a fresh index (convert, decode, redact,
+     normalize, attribute, commit, views);
+  1 and 2 alternate for --rounds rounds (plus a last bare round); the best of each is compared;
+  3. re-run with nothing new: in process, and the whole `ctxd import PATH` process.
+The data is deleted at the end.
+
+    python bench/bench_import.py [--mb 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import msgspec
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from indexer.paths import StatePaths  # noqa: E402
+from indexer.transcript_import import ImportStats, TranscriptImporter  # noqa: E402
+from indexer.writer import open_writer, writer_lock  # noqa: E402
+
+CORPUS = REPO.parent / "shared" / "corpus" / "transcripts"
+_UUID = re.compile(rb"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-)[0-9a-f]{6}")
+_TOOLU = re.compile(rb"toolu_")
+
+
+def generate(out: Path, megabytes: int) -> tuple[list[Path], int]:
+    """Write copies of the corpus transcripts with fresh ids; return the files and bytes."""
+    sources = [p.read_bytes() for p in sorted(CORPUS.rglob("*.jsonl"))]
+    if not sources:
+        sys.exit(f"no transcripts in {CORPUS}")
+    files: list[Path] = []
+    total, copy = 0, 0
+    while total < megabytes * 1_000_000:
+        tag = b"%06x" % copy
+        for i, source in enumerate(sources):
+            data = _UUID.sub(lambda m, t=tag: m.group(1) + t, source)
+            data = _TOOLU.sub(b"toolu_" + tag, data)
+            path = out / f"copy{copy:05d}" / f"{i:02d}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            # Finished sessions, as old transcripts are (a file written to in the last minutes
+            # has its last turn's text read again on the next run).
+            os.utime(path, (time.time() - 86400, time.time() - 86400))
+            files.append(path)
+            total += len(data)
+        copy += 1
+    return files, total
+
+
+def bare(files: list[Path]) -> tuple[float, float]:
+    """Wall and CPU seconds of decoding every line."""
+    decode = msgspec.json.decode
+    start, cpu = time.perf_counter(), time.process_time()
+    for path in files:
+        for line in path.read_bytes().split(b"\n"):
+            if line:
+                decode(line)
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def import_all(state: Path, files: list[Path]) -> tuple[tuple[float, float], ImportStats]:
+    """Wall and CPU seconds of importing every file into `state`, and what it did."""
+    paths = StatePaths(state)
+    start, cpu = time.perf_counter(), time.process_time()
+    with writer_lock(paths):
+        writer = open_writer(paths)
+        try:
+            writer.start()
+            importer = TranscriptImporter(writer)
+            stats = ImportStats()
+            for path in files:
+                stats.add(importer.import_file(path))
+        finally:
+            writer.close()
+    return (time.perf_counter() - start, time.process_time() - cpu), stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=500, help="megabytes of transcripts")
+    parser.add_argument("--rounds", type=int, default=3, help="import rounds (fresh indexes)")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="ctxd-bench-import-"))
+    try:
+        files, size = generate(tmp / "projects", args.mb)
+        print(f"{len(files)} transcript files, {size / 1e6:.1f} MB")
+        # Interleaved rounds on fresh indexes; the best of each (this machine is shared, and
+        # other jobs only ever make a round slower).
+        bares, imports = [], []
+        for r in range(args.rounds):
+            bares.append(bare(files))
+            took, stats = import_all(tmp / f".ctxd{r}", files)
+            imports.append(took)
+        bares.append(bare(files))
+        base, took = min(b[0] for b in bares), min(t[0] for t in imports)
+        base_cpu, took_cpu = min(b[1] for b in bares), min(t[1] for t in imports)
+        print(
+            f"bare msgspec.json.decode: {size / 1e6 / base:.1f} MB/s"
+            f" (rounds: {', '.join(f'{t[0]:.2f}' for t in bares)} s)"
+        )
+        print(
+            f"import: {size / 1e6 / took:.1f} MB/s (rounds:"
+            f" {', '.join(f'{t[0]:.2f}' for t in imports)} s; {stats.entries} entries,"
+            f" {stats.lines} lines, {stats.duplicates} duplicates, {stats.quarantined} quarantined)"
+        )
+        print(f"ratio import / bare decode, best of each: {base / took:.3f} (goal >= 0.25)")
+        # CPU time moves less than wall time when other jobs share the cores.
+        print(f"same ratio in CPU time: {base_cpu / took_cpu:.3f}")
+        for r in range(1, args.rounds):
+            shutil.rmtree(tmp / f".ctxd{r}")
+        again, rerun = import_all(tmp / ".ctxd0", files)
+        print(f"re-run, nothing new, in process: {again[0]:.3f} s ({rerun.lines} lines read)")
+        start = time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "summarizer.cli.app",
+                "import",
+                "--state-dir",
+                str(tmp / ".ctxd0"),
+                str(tmp / "projects"),
+            ],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
+        whole = time.perf_counter() - start
+        print(f"re-run, nothing new, whole `ctxd import` process: {whole:.3f} s (goal <= 1 s)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Where Claude Code keeps a project's transcripts, and which files of a folder to import."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from indexer.errors import TranscriptPathError
+from indexer.statedir import git_root
+
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+# Claude Code cuts longer folder names and appends a hash of the whole path.
+_MAX_NAME = 200
+
+
+def claude_dir(environ: Mapping[str, str]) -> Path:
+    """Claude Code's configuration folder: $CLAUDE_CONFIG_DIR, else ~/.claude."""
+    configured = environ.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(environ.get("HOME") or Path.home()) / ".claude"
+
+
+def project_folder_name(project: str) -> str:
+    """The folder name Claude Code gives a project: every non-alphanumeric character of its
+    absolute path becomes "-" (`/home/u/my.app` -> `-home-u-my-app`, `C:\\w` -> `C--w`)."""
+    return _NOT_ALNUM.sub("-", project)
+
+
+def project_dir(environ: Mapping[str, str], cwd: str) -> Path:
+    """The current project's transcript folder under `<claude dir>/projects/`.
+
+    The project is $CLAUDE_PROJECT_DIR, else the git root of `cwd`, else `cwd` (where
+    Claude Code was started). A name too long for Claude Code's rule is matched by prefix.
+    """
+    project = environ.get("CLAUDE_PROJECT_DIR") or git_root(cwd) or cwd
+    projects = claude_dir(environ) / "projects"
+    name = project_folder_name(os.path.abspath(project))
+    if len(name) > _MAX_NAME:
+        try:
+            matches = sorted(p for p in projects.iterdir() if p.name.startswith(name[:_MAX_NAME]))
+        except OSError:
+            matches = []
+        if matches:
+            return matches[0]
+    return projects / name
+
+
+def all_project_dirs(environ: Mapping[str, str]) -> list[Path]:
+    """Every project folder under `<claude dir>/projects/`."""
+    projects = claude_dir(environ) / "projects"
+    try:
+        return sorted(p for p in projects.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError as e:
+        raise TranscriptPathError(
+            f"cannot list {projects}: {e.strerror}; set CLAUDE_CONFIG_DIR if Claude Code keeps"
+            " its data elsewhere"
+        ) from e
+
+
+def transcript_files(paths: list[Path]) -> list[Path]:
+    """The `.jsonl` transcripts of `paths` (files as given, folders searched recursively,
+    `subagents/agent-<id>.jsonl` included), each once, main sessions before their agents."""
+    found: dict[str, Path] = {}
+    for given in paths:
+        if not given.exists():
+            raise TranscriptPathError(f"{given} does not exist; give a transcript file or folder")
+        path = given.resolve()  # a path given (or its folder) may be a link; links inside are not
+        if path.is_file():
+            found.setdefault(str(path), path)
+            continue
+        for root, dirs, files in os.walk(path):  # os.walk does not follow symlinks
+            dirs[:] = [d for d in dirs if d != "tool-results"]  # spilled outputs, not records
+            for name in files:
+                if name.endswith(".jsonl"):
+                    full = Path(root, name).absolute()
+                    if not full.is_symlink():
+                        found.setdefault(str(full), full)
+    return sorted(found.values(), key=lambda p: ("subagents" in p.parts, str(p)))

@@ -1,0 +1,74 @@
+"""`ctxd import`: read Claude Code transcripts already on disk into the index."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from indexer.errors import IndexBusyError, TranscriptPathError
+from indexer.transcript_import import ImportStats, TranscriptImporter
+from indexer.transcript_paths import all_project_dirs, project_dir, transcript_files
+from indexer.writer import open_writer, writer_lock
+from summarizer.common.cliargs import state_paths
+
+__all__ = ["cmd_import"]
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import the selected transcripts; print a one-line summary."""
+    files = transcript_files(_sources(args))
+    paths = state_paths(args)
+    try:
+        with writer_lock(paths, wait_s=2.0):
+            writer = open_writer(paths)
+            try:
+                writer.start()
+                stats = _run(TranscriptImporter(writer), files)
+            finally:
+                writer.close()
+    except IndexBusyError as e:  # only the lock raises it: the daemon owns the index (I8)
+        raise IndexBusyError(f"{e}; run `ctxd stop`, then `ctxd import`, then `ctxd start`") from e
+    print(
+        f"imported {stats.entries} entries from {stats.lines} lines read in {stats.changed} of "
+        f"{stats.files} transcript files ({stats.bytes / 1e6:.1f} MB); "
+        f"{stats.duplicates} already indexed, {stats.quarantined} quarantined"
+    )
+    return 0
+
+
+def _sources(args: argparse.Namespace) -> list[Path]:
+    if args.paths:
+        return [Path(p) for p in args.paths]
+    if args.all:
+        return all_project_dirs(os.environ)
+    folder = project_dir(os.environ, os.getcwd())
+    if not folder.is_dir():
+        raise TranscriptPathError(
+            f"no transcripts of this project in {folder}; give a PATH, use --all, or set "
+            "CLAUDE_CONFIG_DIR if Claude Code keeps its data elsewhere"
+        )
+    return [folder]
+
+
+def _run(importer: TranscriptImporter, files: list[Path]) -> ImportStats:
+    total = ImportStats()
+    bar = _progress_bar(importer, files)
+    try:
+        for path in files:
+            total.add(importer.import_file(path, bar.update if bar is not None else None))
+    finally:
+        if bar is not None:
+            bar.close()
+    return total
+
+
+def _progress_bar(importer: TranscriptImporter, files: list[Path]) -> Any:
+    """A tqdm bar on a terminal only (imported here: no other command loads it)."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    return tqdm(total=importer.pending_bytes(files), unit="B", unit_scale=True, desc="importing")

@@ -1,0 +1,25 @@
+"""Parser of `ctxd import` (kept apart from the command so that building the parser stays light)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+AddCommand = Callable[[str, str, str], argparse.ArgumentParser]
+
+
+def register(add: AddCommand) -> None:
+    """Add `ctxd import` to the `ctxd` parser."""
+    p = add(
+        "import",
+        "summarizer.cli.import_cmd:cmd_import",
+        "import Claude Code transcripts already on disk (only what is new since the last import)",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="transcript files or folders (default: this project's folder under "
+        "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)",
+    )
+    p.add_argument("--all", action="store_true", help="import the transcripts of every project")
