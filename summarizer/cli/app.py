@@ -93,9 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-metadata", action="store_true", help="include file metadata")
     from summarizer.cli import parse_memory as cli_memory
     from summarizer.cli import parse_sessions as cli_sessions
+    from summarizer.cli import view as cli_view
 
     cli_memory.register(add)
     cli_sessions.register(add)
+    cli_view.register(add)
     return parser
 
 

@@ -1,0 +1,63 @@
+"""Read one session whole from the index: its entries and its agents, for the session page."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from indexer import store
+
+__all__ = ["AgentRow", "session_agents", "session_entries", "session_entry_count"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRow:
+    """One agent of a session as the index knows it."""
+
+    agent_id: str
+    agent_type: str
+    cc_agent_id: str
+    explicit: bool  # named by an `AgentId:` line in its prompt
+    started_ns: int
+    completed_ns: int
+    status: str
+    description: str
+
+
+def session_entry_count(conn: sqlite3.Connection, session_id: str) -> int:
+    """How many entries the session has."""
+    row = conn.execute("SELECT count(*) FROM entries WHERE session_id=?", (session_id,)).fetchone()
+    return int(row[0])
+
+
+def session_entries(
+    conn: sqlite3.Connection, session_id: str, limit: int
+) -> list[store.StoredEntry]:
+    """The session's last `limit` entries, oldest first."""
+    rows = conn.execute(
+        f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=? ORDER BY id DESC LIMIT ?",
+        (session_id, limit),
+    ).fetchall()
+    return [store.row_to_entry(r) for r in reversed(rows)]
+
+
+def session_agents(conn: sqlite3.Connection, session_id: str) -> list[AgentRow]:
+    """The session's agents in the order they started."""
+    rows = conn.execute(
+        "SELECT agent_id, agent_type, cc_agent_id, explicit, started_ns, completed_ns, status,"
+        " description FROM agents WHERE session_id=? ORDER BY started_ns, agent_id",
+        (session_id,),
+    ).fetchall()
+    return [
+        AgentRow(
+            agent_id=str(r[0]),
+            agent_type=str(r[1]),
+            cc_agent_id=str(r[2]),
+            explicit=bool(r[3]),
+            started_ns=int(r[4]),
+            completed_ns=int(r[5]),
+            status=str(r[6]),
+            description=str(r[7]),
+        )
+        for r in rows
+    ]
