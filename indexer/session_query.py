@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 from indexer import store
 
-__all__ = ["AgentRow", "session_agents", "session_entries", "session_entry_count"]
+__all__ = [
+    "AgentRow",
+    "agent_last_run",
+    "agents_ended_after",
+    "session_agents",
+    "session_entries",
+    "session_entry_count",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +68,40 @@ def session_agents(conn: sqlite3.Connection, session_id: str) -> list[AgentRow]:
         )
         for r in rows
     ]
+
+
+def agent_last_run(
+    conn: sqlite3.Connection, agent_id: str
+) -> tuple[AgentRow, list[store.StoredEntry]] | None:
+    """A named agent's most recent run: its row and its entries from its last start on."""
+    row = conn.execute(
+        "SELECT session_id FROM agents WHERE agent_id=? ORDER BY last_ns DESC LIMIT 1",
+        (agent_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    session_id = str(row[0])
+    agent = next(a for a in session_agents(conn, session_id) if a.agent_id == agent_id)
+    start = conn.execute(
+        "SELECT coalesce(max(id), 0) FROM entries WHERE session_id=? AND agent_id=?"
+        " AND event='agent_start'",
+        (session_id, agent_id),
+    ).fetchone()
+    rows = conn.execute(
+        f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=? AND agent_id=? AND id>=?"
+        " ORDER BY id LIMIT 2000",
+        (session_id, agent_id, int(start[0])),
+    ).fetchall()
+    return agent, [store.row_to_entry(r) for r in rows]
+
+
+def agents_ended_after(conn: sqlite3.Connection, after_id: int, top_id: int) -> list[str]:
+    """Named (`AgentId:`) agents whose run ended in entries after_id < id <= top_id."""
+    rows = conn.execute(
+        "SELECT DISTINCT e.agent_id FROM entries e JOIN agents a"
+        " ON a.session_id=e.session_id AND a.agent_id=e.agent_id"
+        " WHERE e.id>? AND e.id<=? AND a.explicit=1"
+        " AND e.event IN ('agent_complete','agent_failed','subagent_stop')",
+        (after_id, top_id),
+    ).fetchall()
+    return [str(r[0]) for r in rows]

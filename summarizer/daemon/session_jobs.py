@@ -11,7 +11,9 @@ from indexer import store
 from indexer.config import Config
 from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
+from indexer.session_query import agents_ended_after
 from summarizer.daemon.retention import start_retention_job
+from summarizer.handoff.account import write_accounts
 from summarizer.resume import writer as resume
 from summarizer.resume.todos import TODO_SQL_FILTER, session_todos, write_todos
 
@@ -68,6 +70,10 @@ def sync_sessions(
             resume.update_session(conn, paths, config, sid, event)
         except Exception:
             log.exception("writing the resume state of session %s failed", sid)
+    try:  # the account a named agent is handed when it is started again
+        write_accounts(conn, paths, agents_ended_after(conn, after_id, top))
+    except Exception:
+        log.exception("writing the agents' handoff accounts failed")
     return top
 
 
