@@ -54,7 +54,9 @@ def agent_stopped(payload: bytes, base: str) -> None:
     marker = claimed_by(base, str(event.get("session_id", "")), str(event.get("agent_id", "")))
     if marker is None:
         return
-    write_account(base, str(marker.get("name", "")), light_account(marker, event))
+    called_ns = marker.get("called_ns")
+    started = called_ns if isinstance(called_ns, int) else 0
+    write_account(base, str(marker.get("name", "")), light_account(marker, event), started)
 
 
 def light_account(marker: dict[str, object], event: dict[str, object]) -> str:

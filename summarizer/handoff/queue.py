@@ -125,7 +125,10 @@ def claimed_by(base: str, session_id: str, cc_agent_id: str) -> dict[str, object
         for name in os.listdir(fd):
             if name.startswith("n-") and name.endswith(suffix):
                 marker = loads(_read(fd, name))
-                return marker if isinstance(marker, dict) else None
+                if not isinstance(marker, dict):
+                    return None
+                marker["called_ns"] = _stamp(name)  # when the Agent call queued it
+                return marker
         return None
     except (OSError, ValueError):
         return None
@@ -133,12 +136,24 @@ def claimed_by(base: str, session_id: str, cc_agent_id: str) -> dict[str, object
         os.close(fd)
 
 
-def write_account(base: str, agent_id: str, text: str) -> None:
-    """Write handoff/agents/<agent_id>.md atomically (0600, no symlink followed)."""
+def write_account(base: str, agent_id: str, text: str, run_started_ns: int = 0) -> None:
+    """Write handoff/agents/<agent_id>.md atomically (0600, no symlink followed).
+
+    Not when the file is newer than `run_started_ns`: the daemon already wrote the fuller
+    account of this very run (it may index the run's end before this hook gets here).
+    """
     if not is_safe_name(agent_id):
         return
     fd = _open_dir(base, (HANDOFF_DIR, ACCOUNTS_DIR), create=True)
     try:
+        try:
+            if (
+                os.stat(f"{agent_id}.md", dir_fd=fd, follow_symlinks=False).st_mtime_ns
+                > run_started_ns
+            ):
+                return
+        except FileNotFoundError:
+            pass
         _write(fd, f"{agent_id}.md", text.encode("utf-8", "replace"))
     finally:
         os.close(fd)

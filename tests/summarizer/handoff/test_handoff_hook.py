@@ -220,3 +220,28 @@ def test_readers_write_accounts_too(tmp_path: Path) -> None:
     assert run_cli("sessions", state_dir=state).returncode == 0
     text = (state / "handoff" / "agents" / "arch-001.md").read_text()
     assert "stream rows with the stdlib csv module" in text  # from the Agent tool's result
+
+
+def test_the_stop_hook_keeps_a_fuller_account_of_the_same_run(ran_before: Path) -> None:
+    # The daemon may index the run's end and write the full account before the SubagentStop
+    # hook writes its short one: the short one must not replace it.
+    _agent_call(ran_before, "AgentId: arch-001\nOnce more.", "Plan", "toolu_7a")
+    _subagent_start(ran_before, "Plan", "a0000000000007aa")
+    account = ran_before / "handoff" / "agents" / "arch-001.md"
+    account.write_text("full account of this run\n")  # written after the call: newer
+    stop = payload(
+        session_id=SID2,
+        hook_event_name="SubagentStop",
+        agent_id="a0000000000007aa",
+        agent_type="Plan",
+        last_assistant_message="Short outcome.",
+    )
+    assert run_hook(stop, hook_env(ran_before)).returncode == 0
+    assert account.read_text() == "full account of this run\n"
+    # An account from before the call is replaced by this run's.
+    _agent_call(ran_before, "AgentId: arch-001\nAnd again.", "Plan", "toolu_7b")
+    _subagent_start(ran_before, "Plan", "a0000000000007ab")
+    stop = stop.replace(b"a0000000000007aa", b"a0000000000007ab")
+    assert run_hook(stop, hook_env(ran_before)).returncode == 0
+    assert "Outcome: Short outcome." in account.read_text()
+    assert "Instruction then: And again." in account.read_text()
