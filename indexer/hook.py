@@ -251,7 +251,7 @@ def _handoff(payload: bytes, base: str) -> None:
     head = payload[:4096].replace(b" ", b"")
     try:
         if _SUBAGENT_START_MARK in head:
-            _importable_summarizer()
+            _importable_summarizer(site_packages=False)  # the subagent waits: stdlib only
             from summarizer.handoff.hook import subagent_start_output
 
             text = subagent_start_output(payload, base)
@@ -264,7 +264,7 @@ def _handoff(payload: bytes, base: str) -> None:
 
             agent_call(payload, base)
         elif _SUBAGENT_STOP_MARK in head:
-            _importable_summarizer()
+            _importable_summarizer(site_packages=False)
             from summarizer.handoff.hook import agent_stopped
 
             agent_stopped(payload, base)
@@ -272,9 +272,13 @@ def _handoff(payload: bytes, base: str) -> None:
         pass
 
 
-def _importable_summarizer() -> None:
-    """Make `summarizer` (and the rest of `indexer`) importable from this script."""
-    if "site" not in sys.modules:  # running as `python -I -S hook.py`: enable site-packages
+def _importable_summarizer(site_packages: bool = True) -> None:
+    """Make `summarizer` (and the rest of `indexer`) importable from this script.
+
+    `site_packages=False` when only standard-library modules of ctxd are needed: enabling
+    site-packages costs more than the interpreter's own start.
+    """
+    if site_packages and "site" not in sys.modules:  # `python -I -S hook.py`: enable them
         import site
 
         site.main()
