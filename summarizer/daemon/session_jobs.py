@@ -71,7 +71,8 @@ def sync_sessions(
         except Exception:
             log.exception("writing the resume state of session %s failed", sid)
     try:  # the account a named agent is handed when it is started again
-        write_accounts(conn, paths, agents_ended_after(conn, after_id, top))
+        ended = agents_ended_after(conn, after_id, top)
+        write_accounts(conn, paths, ended, config.resume.subagent_max_tokens)
     except Exception:
         log.exception("writing the agents' handoff accounts failed")
     return top

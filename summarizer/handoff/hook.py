@@ -12,7 +12,7 @@ from summarizer.resume.hook_output import cap
 __all__ = ["agent_call", "agent_stopped", "light_account", "subagent_start_output"]
 
 MAX_CONTEXT_CHARS = 10_000  # Claude Code's limit for additionalContext (UTF-16 units)
-MAX_ACCOUNT_BYTES = 1500  # the default handoff budget in tokens, as bytes
+MAX_ACCOUNT_BYTES = 1500  # the default `[resume] subagent_max_tokens`, as bytes
 
 
 def subagent_start_output(payload: bytes, base: str) -> str:
@@ -56,11 +56,17 @@ def agent_stopped(payload: bytes, base: str) -> None:
         return
     called_ns = marker.get("called_ns")
     started = called_ns if isinstance(called_ns, int) else 0
-    write_account(base, str(marker.get("name", "")), light_account(marker, event), started)
+    from summarizer.resume.hook_settings import read_settings
+
+    budget = read_settings(base).subagent_max_tokens
+    text = light_account(marker, event, budget)
+    write_account(base, str(marker.get("name", "")), text, started)
 
 
-def light_account(marker: dict[str, object], event: dict[str, object]) -> str:
-    """Instruction and outcome of the run that just ended, at most MAX_ACCOUNT_BYTES in UTF-8
+def light_account(
+    marker: dict[str, object], event: dict[str, object], max_tokens: int = MAX_ACCOUNT_BYTES
+) -> str:
+    """Instruction and outcome of the run that just ended, at most `max_tokens` bytes in UTF-8
     (a token is at least one byte, so this is within the token budget without counting)."""
     name = str(marker.get("name", ""))
     instruction = _one_line(_without_agent_id(str(marker.get("instruction", ""))), 600)
@@ -72,11 +78,7 @@ def light_account(marker: dict[str, object], event: dict[str, object]) -> str:
         + (f"Outcome: {outcome}\n" if outcome else "Outcome: no final message was recorded.\n")
     )
     data = text.encode("utf-8")
-    return (
-        text
-        if len(data) <= MAX_ACCOUNT_BYTES
-        else data[:MAX_ACCOUNT_BYTES].decode("utf-8", "ignore")
-    )
+    return text if len(data) <= max_tokens else data[:max_tokens].decode("utf-8", "ignore")
 
 
 def _without_agent_id(prompt: str) -> str:

@@ -18,12 +18,19 @@ from summarizer.resume.fastjson import loads
 
 __all__ = ["MAX_TOKENS", "agent_call", "compose", "within_budget"]
 
-MAX_TOKENS = 1500
+MAX_TOKENS = 1500  # the default of `[resume] subagent_max_tokens`
 _TASKS_DIR = "tasks"
 
 
-def agent_call(payload: bytes, base: str, max_tokens: int = MAX_TOKENS) -> None:
-    """Queue the handoff for the subagent this Agent call (PreToolUse) starts."""
+def agent_call(payload: bytes, base: str, max_tokens: int | None = None) -> None:
+    """Queue the handoff for the subagent this Agent call (PreToolUse) starts.
+
+    The budget is `[resume] subagent_max_tokens` unless `max_tokens` is given.
+    """
+    if max_tokens is None:
+        from summarizer.resume.hook_settings import read_settings
+
+        max_tokens = read_settings(base).subagent_max_tokens
     event = loads(payload)
     tool_input = event.get("tool_input") or {}
     if not isinstance(tool_input, dict):

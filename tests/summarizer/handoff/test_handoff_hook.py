@@ -245,3 +245,15 @@ def test_the_stop_hook_keeps_a_fuller_account_of_the_same_run(ran_before: Path) 
     assert run_hook(stop, hook_env(ran_before)).returncode == 0
     assert "Outcome: Short outcome." in account.read_text()
     assert "Instruction then: And again." in account.read_text()
+
+
+def test_the_budget_is_the_configured_one(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    _agent_call(state, "x", "general-purpose", "toolu_0")
+    _subagent_start(state, "general-purpose", "a0000000000001aa")
+    (state / "config.toml").write_text("[resume]\nsubagent_max_tokens = 300\n")
+    _task(state, 5000)
+    _agent_call(state, "Task: TASK-0824\nRole: reviewer\n", "general-purpose", "toolu_8a")
+    text = _subagent_start(state, "general-purpose", "a0000000000008aa")
+    assert "TASK-0824, role reviewer" in text
+    assert 200 < get_counter().count(text) <= 300
