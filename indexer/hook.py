@@ -23,6 +23,10 @@ _SUBAGENT_START_MARK = b'"hook_event_name":"SubagentStart"'
 _SUBAGENT_STOP_MARK = b'"hook_event_name":"SubagentStop"'
 _AGENT_CALL_MARKS = (b'"tool_name":"Agent"', b'"tool_name":"Task"')
 _PRE_TOOL_USE_MARK = b'"hook_event_name":"PreToolUse"'
+_AGENT_CALL_FAILED_MARKS = (
+    b'"hook_event_name":"PostToolUseFailure"',
+    b'"hook_event_name":"PermissionDenied"',
+)
 
 
 # The same rule as indexer/statedir.py (a copy: this script imports only the stdlib;
@@ -263,6 +267,13 @@ def _handoff(payload: bytes, base: str) -> None:
             from summarizer.handoff.hook import agent_call
 
             agent_call(payload, base)
+        elif any(m in head for m in _AGENT_CALL_FAILED_MARKS) and any(
+            m in head for m in _AGENT_CALL_MARKS
+        ):
+            _importable_summarizer(site_packages=False)
+            from summarizer.handoff.hook import agent_call_failed
+
+            agent_call_failed(payload, base)
         elif _SUBAGENT_STOP_MARK in head:
             _importable_summarizer(site_packages=False)
             from summarizer.handoff.hook import agent_stopped
@@ -313,7 +324,7 @@ def main() -> int:
             _session_start(payload, base)
         elif safe and b"PreCompact" in head:
             _prebuild(payload, base)  # the build starts now, not when the compaction is over
-        elif safe and (b"Subagent" in head or b"PreToolUse" in head):
+        elif safe and (b"Subagent" in head or b"PreToolUse" in head or b"Agent" in head):
             _handoff(payload, base)
     except BaseException:
         pass

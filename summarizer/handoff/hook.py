@@ -9,7 +9,13 @@ from __future__ import annotations
 from summarizer.resume.fastjson import encode_string, loads
 from summarizer.resume.hook_output import cap
 
-__all__ = ["agent_call", "agent_stopped", "light_account", "subagent_start_output"]
+__all__ = [
+    "agent_call",
+    "agent_call_failed",
+    "agent_stopped",
+    "light_account",
+    "subagent_start_output",
+]
 
 MAX_CONTEXT_CHARS = 10_000  # Claude Code's limit for additionalContext (UTF-16 units)
 MAX_ACCOUNT_BYTES = 1500  # the default `[resume] subagent_max_tokens`, as bytes
@@ -89,3 +95,11 @@ def _without_agent_id(prompt: str) -> str:
 def _one_line(text: str, limit: int) -> str:
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def agent_call_failed(payload: bytes, base: str) -> None:
+    """PostToolUseFailure or PermissionDenied of an Agent call: drop its unclaimed handoff."""
+    from summarizer.handoff.queue import drop
+
+    event = loads(payload)
+    drop(base, str(event.get("session_id", "")), str(event.get("tool_use_id", "")))

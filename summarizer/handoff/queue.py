@@ -19,6 +19,7 @@ __all__ = [
     "HANDOFF_DIR",
     "claim",
     "claimed_by",
+    "drop",
     "is_safe_name",
     "put",
     "write_account",
@@ -108,6 +109,29 @@ def claim(base: str, session_id: str, agent_type: str, cc_agent_id: str) -> str:
                 continue  # a subagent starting at the same time took it
             return str(marker.get("text", ""))
         return ""
+    finally:
+        os.close(fd)
+
+
+def drop(base: str, session_id: str, tool_use_id: str) -> None:
+    """Remove the unclaimed marker of an Agent call that failed or was denied before its
+    subagent started, so that no later subagent takes it."""
+    if not (is_safe_name(session_id) and tool_use_id):
+        return
+    try:
+        fd = _open_dir(base, (HANDOFF_DIR, _SESSIONS_DIR, session_id), create=False)
+    except OSError:
+        return
+    try:
+        for name in os.listdir(fd):
+            if not name.startswith("p-"):
+                continue
+            try:
+                marker = loads(_read(fd, name))
+            except (OSError, ValueError):
+                continue
+            if isinstance(marker, dict) and marker.get("tool_use_id") == tool_use_id:
+                _unlink(fd, name)
     finally:
         os.close(fd)
 

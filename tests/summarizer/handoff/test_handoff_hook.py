@@ -257,3 +257,24 @@ def test_the_budget_is_the_configured_one(tmp_path: Path) -> None:
     text = _subagent_start(state, "general-purpose", "a0000000000008aa")
     assert "TASK-0824, role reviewer" in text
     assert 200 < get_counter().count(text) <= 300
+
+
+@pytest.mark.parametrize("event", ["PostToolUseFailure", "PermissionDenied"])
+def test_a_call_that_started_no_subagent_leaves_nothing_behind(
+    ran_before: Path, event: str
+) -> None:
+    _agent_call(ran_before, "AgentId: arch-001\nDenied.", "Plan", "toolu_9a")
+    failed = payload(
+        session_id=SID2,
+        hook_event_name=event,
+        tool_name="Agent",
+        tool_use_id="toolu_9a",
+        tool_input={"prompt": "AgentId: arch-001\nDenied.", "subagent_type": "Plan"},
+        error="The user doesn't want to proceed with this tool use.",
+        reason="denied",
+    )
+    out = run_hook(failed, hook_env(ran_before))
+    assert out.returncode == 0 and out.stdout == b""
+    # The next Plan subagent, from a call naming nothing, must not get arch-001's handoff.
+    _agent_call(ran_before, "Plan the docs.", "Plan", "toolu_9b")
+    assert _subagent_start(ran_before, "Plan", "a0000000000009aa") == ""
