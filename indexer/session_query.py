@@ -11,6 +11,7 @@ __all__ = [
     "AgentRow",
     "agent_last_run",
     "agents_ended_after",
+    "agents_of_sessions",
     "session_agents",
     "session_entries",
     "session_entry_count",
@@ -105,3 +106,12 @@ def agents_ended_after(conn: sqlite3.Connection, after_id: int, top_id: int) -> 
         (after_id, top_id),
     ).fetchall()
     return [str(r[0]) for r in rows]
+
+
+def agents_of_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> list[str]:
+    """The distinct agent ids that ran in any of these sessions."""
+    found: dict[str, None] = {}
+    for sid in session_ids:
+        for (agent_id,) in conn.execute("SELECT agent_id FROM agents WHERE session_id=?", (sid,)):
+            found[str(agent_id)] = None
+    return list(found)

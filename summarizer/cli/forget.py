@@ -12,12 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from indexer import store, views
+from indexer.agentid import is_valid_agent_id
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, check_session_id
+from indexer.session_query import agents_of_sessions
 from indexer.spool import is_segment_name
 from indexer.spool_retention import RetentionReport, delete_segment
 from indexer.writer import open_writer, writer_lock
 from summarizer.common.cliargs import state_paths
+from summarizer.handoff.account import write_accounts
+from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
 
 __all__ = ["ForgetReport", "cmd_forget", "forget"]
 
@@ -51,6 +55,7 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
     """Forget one session, or every session last active before `before_ns` (and the spool
     segments of hours before it). The caller must not hold the writer lock: this takes it."""
     report = ForgetReport()
+    handoff = paths.root / HANDOFF_DIR
     with writer_lock(paths, wait_s=10.0):
         writer = open_writer(paths)
         try:
@@ -59,11 +64,23 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
                 pass
             conn = writer.conn
             report.sessions = _sessions(conn, session_id, before_ns)
+            agents = agents_of_sessions(conn, report.sessions)
             report.rows = _delete_rows(conn, report.sessions, before_ns)
             _delete_spool(paths, conn, report, before_ns)
             for sid in report.sessions:
-                for folder in (paths.sessions / sid, paths.resume / sid):
+                for folder in (
+                    paths.sessions / sid,
+                    paths.resume / sid,
+                    handoff / "sessions" / sid,
+                ):
                     _remove_tree(folder)
+                _remove_tree(paths.root / "pages" / f"{sid}.html")  # `ctxd view`'s page
+            # Agents' accounts may tell of a forgotten run: drop them, then rewrite those of
+            # agents that still have a run in a session that stays.
+            for agent_id in agents:
+                if is_valid_agent_id(agent_id):
+                    _remove_tree(handoff / ACCOUNTS_DIR / f"{agent_id}.md")
+            write_accounts(conn, paths, agents)
             if report.sessions or report.rows:
                 # The project-wide view and the views of sessions that keep some entries
                 # still hold forgotten lines: rebuild every view from what is left.

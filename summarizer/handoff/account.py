@@ -47,6 +47,8 @@ def account_text(conn: sqlite3.Connection, agent_id: str, max_tokens: int = MAX_
     if found is None:
         return ""
     agent, stored = found
+    if not agent.explicit:
+        return ""  # only an `AgentId:` names the same agent again
     entries = [s.entry for s in stored]
     if not entries:
         return ""
