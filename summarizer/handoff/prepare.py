@@ -2,9 +2,11 @@
 
 The text comes from files prebuilt earlier, so this costs a few file reads: the agent's own
 account of its last run (written when that run ended) and the cached task's role export.
-Everything is kept within the handoff budget; tiktoken is loaded only when the text is longer
-in UTF-8 bytes than the budget in tokens (a token is at least one byte, so a text that short
-is within the budget without counting).
+Everything is kept within the handoff budget without loading the tokenizer, which a tool
+event's hook must never do (I1): a token is at least one UTF-8 byte, so a text of at most
+`max_tokens` bytes is within `max_tokens` tokens. The accounts are counted exactly with
+tiktoken where they are built (`within_budget`, off the hook path); a task export longer than
+the budget in bytes is cut at that many bytes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from summarizer.handoff.names import Names, names_in
 from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR, put
 from summarizer.resume.fastjson import loads
 
-__all__ = ["MAX_TOKENS", "agent_call", "compose", "within_budget"]
+__all__ = ["MAX_TOKENS", "agent_call", "compose", "within_budget", "within_bytes"]
 
 MAX_TOKENS = 1500  # the default of `[resume] subagent_max_tokens`
 _TASKS_DIR = "tasks"
@@ -55,11 +57,22 @@ def compose(base: str, names: Names, max_tokens: int = MAX_TOKENS) -> str:
         account = _read_text(os.path.join(base, HANDOFF_DIR, ACCOUNTS_DIR, names.agent_id + ".md"))
         if account:
             parts.append(account.strip())
-    return within_budget("\n\n".join(parts), max_tokens)
+    return within_bytes("\n\n".join(parts), max_tokens)
+
+
+def within_bytes(text: str, max_tokens: int) -> str:
+    """`text` within `max_tokens` UTF-8 bytes (so within as many tokens), cut at a line end."""
+    data = text.encode("utf-8")
+    if len(data) <= max_tokens:
+        return text
+    cut = data[: max(0, max_tokens - 4)].decode("utf-8", "ignore")  # room for "\n…" (4 bytes)
+    line_end = cut.rfind("\n")
+    return (cut[:line_end] if line_end > len(cut) // 2 else cut).rstrip() + "\n…"
 
 
 def within_budget(text: str, max_tokens: int) -> str:
-    """`text`, cut at a line end if needed, within `max_tokens` tiktoken tokens."""
+    """`text`, cut at a line end if needed, within `max_tokens` tiktoken tokens (loads the
+    tokenizer when the text is longer in bytes: never call it on the hook path)."""
     if len(text.encode("utf-8")) <= max_tokens:
         return text
     from summarizer.common.tokens import get_counter

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from helpers import HOOK_CMD, hook_env, payload, run_cli, run_hook
+from helpers import HOOK_CMD, REPO, hook_env, payload, run_cli, run_hook
 
 from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
 from summarizer.common.tokens import get_counter
@@ -192,7 +193,8 @@ def test_a_large_export_is_cut_to_the_token_budget(tmp_path: Path) -> None:
     _agent_call(state, "Task: TASK-0824\nRole: reviewer\n", "general-purpose", "toolu_5a")
     text = _subagent_start(state, "general-purpose", "a0000000000001ac")
     assert "TASK-0824, role reviewer" in text
-    assert 1000 < get_counter().count(text) <= 1500
+    # Cut without the tokenizer (a tool event's hook never loads it): at most 1,500 bytes.
+    assert 1400 < len(text.encode()) <= 1500 and get_counter().count(text) <= 1500
 
 
 def test_a_missing_export_gives_nothing(tmp_path: Path) -> None:
@@ -256,7 +258,7 @@ def test_the_budget_is_the_configured_one(tmp_path: Path) -> None:
     _agent_call(state, "Task: TASK-0824\nRole: reviewer\n", "general-purpose", "toolu_8a")
     text = _subagent_start(state, "general-purpose", "a0000000000008aa")
     assert "TASK-0824, role reviewer" in text
-    assert 200 < get_counter().count(text) <= 300
+    assert 150 < len(text.encode()) <= 300 and get_counter().count(text) <= 300
 
 
 @pytest.mark.parametrize("event", ["PostToolUseFailure", "PermissionDenied"])
@@ -278,3 +280,30 @@ def test_a_call_that_started_no_subagent_leaves_nothing_behind(
     # The next Plan subagent, from a call naming nothing, must not get arch-001's handoff.
     _agent_call(ran_before, "Plan the docs.", "Plan", "toolu_9b")
     assert _subagent_start(ran_before, "Plan", "a0000000000009aa") == ""
+
+
+def test_the_hook_branches_load_no_heavy_module(tmp_path: Path) -> None:
+    # I1: a tool event's hook never loads tiktoken, msgspec or sqlite3, even for a large export.
+    state = tmp_path / "state"
+    _agent_call(state, "x", "general-purpose", "toolu_0")
+    _subagent_start(state, "general-purpose", "a0000000000001aa")
+    _task(state, 5000)
+    call = payload(
+        session_id=SID2,
+        hook_event_name="PreToolUse",
+        tool_name="Agent",
+        tool_use_id="toolu_h",
+        tool_input={"prompt": "AgentId: arch-001\nTask: TASK-0824\nRole: reviewer\n"},
+    )
+    start = _start_payload("general-purpose", "a00000000000abcd")
+    stop = payload(session_id=SID2, hook_event_name="SubagentStop", agent_id="a00000000000abcd")
+    code = (
+        "import sys; from indexer.hook import _handoff;"
+        f"[_handoff(p, {str(state)!r}) for p in {[call, start, stop]!r}];"
+        "print(sorted({'tiktoken', 'msgspec', 'sqlite3'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert out.stdout.splitlines()[-1] == "[]", out.stdout
+    assert (state / "handoff" / "sessions" / SID2).is_dir()
