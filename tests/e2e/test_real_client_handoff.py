@@ -2,7 +2,8 @@
 
 An `AgentId: scout-1` subagent runs in one session; in the next session it is started again
 and its first request holds its own earlier outcome; a subagent that names nothing, started
-beside it, gets nothing; and the first run of scout-1 got nothing either (it had not run yet).
+beside it, gets nothing; one with `Task:`/`Role:` lines gets its task's role export; and the
+first run of scout-1 got nothing either (it had not run yet).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from test_real_client import _claude, _run
 
 OUTCOME = "app.py prints a greeting and nothing else."
 HANDOFF = "ctxd: what agent scout-1 did in its previous run"
+TASK = {"task_snapshot": {"title": "Stream the CSV export in constant memory"}}
 
 
 def _plans(project: Path) -> dict[str, Plan]:
@@ -52,6 +54,14 @@ def _plans(project: Path) -> dict[str, Plan]:
                 [
                     tool(
                         "Agent",
+                        description="review",
+                        subagent_type="general-purpose",
+                        prompt="Task: TASK-0824\nRole: reviewer\n[[plan:review]] Review the change.",
+                    )
+                ],
+                [
+                    tool(
+                        "Agent",
                         description="scout again",
                         subagent_type="general-purpose",
                         prompt=scout.format("again"),
@@ -61,6 +71,7 @@ def _plans(project: Path) -> dict[str, Plan]:
             ]
         ),
         "plain": Plan([[text("One file.")]]),
+        "review": Plan([[text("Looks right.")]]),
         "again": Plan([[text("Still a greeting.")]]),
     }
 
@@ -106,6 +117,10 @@ def test_subagents_get_their_own_earlier_outcome(tmp_path: Path, with_daemon: bo
         account = project / ".ctxd" / "handoff" / "agents" / "scout-1.md"
         if with_daemon:  # the daemon replaces the hook's short account by the index's fuller one
             poll(lambda: account.exists() and "app.py (read)" in account.read_text(), 60)
+        # The task store's role export (as `ctxd task init` writes it) for the reviewer.
+        export = project / ".ctxd" / "tasks" / "TASK-0824" / "context-reviewer.json"
+        export.parent.mkdir(parents=True)
+        export.write_text(json.dumps({"task_id": "TASK-0824", "role": "reviewer", **TASK}))
         second = _run(claude, project, env, "Scout again [[plan:second]]")
         assert first != second
     finally:
@@ -124,3 +139,7 @@ def test_subagents_get_their_own_earlier_outcome(tmp_path: Path, with_daemon: bo
         assert "app.py (read)" in again  # its files, from the index
     # The subagent that names nothing gets nothing, although it started first.
     assert "ctxd:" not in _first_request(reqs, "plain")
+    # The one naming a cached task and a role gets that role's export.
+    review = _first_request(reqs, "review")
+    assert "ctxd task context for TASK-0824, role reviewer" in review
+    assert "Stream the CSV export in constant memory" in review and HANDOFF not in review
