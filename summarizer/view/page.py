@@ -112,7 +112,7 @@ def _timeline(tl: Timeline, cwd: str) -> str:
     column = {lane.lane_id: n + 2 for n, lane in enumerate(tl.lanes)}
     row_of = {item.entry_id: n + 2 for n, item in enumerate(tl.items)}
     last_row = len(tl.items) + 2
-    cols = "70px " + " ".join("minmax(230px,1fr)" for _ in tl.lanes)
+    cols = "70px " + " ".join("minmax(200px,1fr)" for _ in tl.lanes)
     out = [
         f'<div class="timeline" id="timeline" style="grid-template-columns:{cols}">',
         '<div class="lanehead" style="grid-column:1;grid-row:1">UTC</div>',
