@@ -62,6 +62,7 @@ class ResumeConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     inject_on_startup: bool = True
     build_timeout_s: float = 3.0
     prebuild: bool = True
+    subagent_max_tokens: int = 1500
 
 
 class RetentionConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -144,6 +145,7 @@ def _validate(config: Config, source: str) -> None:
         ),
         (0 < config.resume.max_chars <= 10000, "[resume] max_chars must be in 1..10000"),
         (config.resume.max_tokens > 0, "[resume] max_tokens must be > 0"),
+        (config.resume.subagent_max_tokens > 0, "[resume] subagent_max_tokens must be > 0"),
         (config.retention.spool_hours > 0, "[retention] spool_hours must be > 0"),
         (config.retention.index_days >= 0, "[retention] index_days must be >= 0 (0 = keep)"),
         (len(config.tasks.roles) >= 1, "[tasks] roles must name at least one role"),

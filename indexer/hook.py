@@ -19,6 +19,14 @@ _MAX_ENV_PATH = 4096
 # only this many bytes of stdin before deciding whether to look for the resume context.
 _SESSION_START_MARK = b'"hook_event_name":"SessionStart"'
 _PRE_COMPACT_MARK = b'"hook_event_name":"PreCompact"'
+_SUBAGENT_START_MARK = b'"hook_event_name":"SubagentStart"'
+_SUBAGENT_STOP_MARK = b'"hook_event_name":"SubagentStop"'
+_AGENT_CALL_MARKS = (b'"tool_name":"Agent"', b'"tool_name":"Task"')
+_PRE_TOOL_USE_MARK = b'"hook_event_name":"PreToolUse"'
+_AGENT_CALL_FAILED_MARKS = (
+    b'"hook_event_name":"PostToolUseFailure"',
+    b'"hook_event_name":"PermissionDenied"',
+)
 
 
 # The same rule as indexer/statedir.py (a copy: this script imports only the stdlib;
@@ -240,9 +248,48 @@ def _prebuild(payload: bytes, base: str) -> None:
         pass
 
 
-def _importable_summarizer() -> None:
-    """Make `summarizer` (and the rest of `indexer`) importable from this script."""
-    if "site" not in sys.modules:  # running as `python -I -S hook.py`: enable site-packages
+def _handoff(payload: bytes, base: str) -> None:
+    # Subagents: SubagentStart prints the handoff queued for it (its stdout becomes the
+    # subagent's context); an Agent call (PreToolUse) queues that handoff; SubagentStop of an
+    # agent its call named writes the account of that run (no daemon needed, no process started).
+    head = payload[:4096].replace(b" ", b"")
+    try:
+        if _SUBAGENT_START_MARK in head:
+            _importable_summarizer(site_packages=False)  # the subagent waits: stdlib only
+            from summarizer.handoff.hook import subagent_start_output
+
+            text = subagent_start_output(payload, base)
+            if text:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+        elif _PRE_TOOL_USE_MARK in head and any(m in head for m in _AGENT_CALL_MARKS):
+            _importable_summarizer()
+            from summarizer.handoff.hook import agent_call
+
+            agent_call(payload, base)
+        elif any(m in head for m in _AGENT_CALL_FAILED_MARKS) and any(
+            m in head for m in _AGENT_CALL_MARKS
+        ):
+            _importable_summarizer(site_packages=False)
+            from summarizer.handoff.hook import agent_call_failed
+
+            agent_call_failed(payload, base)
+        elif _SUBAGENT_STOP_MARK in head:
+            _importable_summarizer(site_packages=False)
+            from summarizer.handoff.hook import agent_stopped
+
+            agent_stopped(payload, base)
+    except Exception:
+        pass
+
+
+def _importable_summarizer(site_packages: bool = True) -> None:
+    """Make `summarizer` (and the rest of `indexer`) importable from this script.
+
+    `site_packages=False` when only standard-library modules of ctxd are needed: enabling
+    site-packages costs more than the interpreter's own start.
+    """
+    if site_packages and "site" not in sys.modules:  # `python -I -S hook.py`: enable them
         import site
 
         site.main()
@@ -277,6 +324,8 @@ def main() -> int:
             _session_start(payload, base)
         elif safe and b"PreCompact" in head:
             _prebuild(payload, base)  # the build starts now, not when the compaction is over
+        elif safe and (b"Subagent" in head or b"PreToolUse" in head or b"Agent" in head):
+            _handoff(payload, base)
     except BaseException:
         pass
     return 0

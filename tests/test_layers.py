@@ -15,7 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 # The one sanctioned exception: the SessionStart branch of the hook imports the resume
 # module lazily, after appending, and only for that event (ARCHITECTURE I1, issue 4 §4).
-_ALLOWED = {("indexer/hook.py", "summarizer.resume.hook")}
+_ALLOWED = {
+    ("indexer/hook.py", "summarizer.resume.hook"),
+    ("indexer/hook.py", "summarizer.handoff.hook"),  # SubagentStart and the Agent call, likewise
+}
 
 
 def _imports(path: Path) -> list[str]:
@@ -101,9 +104,22 @@ def test_read_on_a_current_index_loads_no_msgspec(tmp_path: Path) -> None:
 # --- The layout: folders by job, dependencies pointing one way, no circle ----------------------
 
 # Rank of each folder: an import may point to the same rank or lower, never higher.
-_RANK = {"indexer": 0, "common": 1, "memory": 2, "resume": 2, "tasks": 2, "daemon": 3, "cli": 4}
+_RANK = {
+    "indexer": 0,
+    "common": 1,
+    "memory": 2,
+    "resume": 2,
+    "tasks": 2,
+    "handoff": 2,
+    "daemon": 3,
+    "view": 3,
+    "cli": 4,
+}
 # The SessionStart branch of the hook imports the resume hook lazily (the one upward import).
-_UPWARD_ALLOWED = {("indexer.hook", "summarizer.resume.hook")}
+_UPWARD_ALLOWED = {
+    ("indexer.hook", "summarizer.resume.hook"),
+    ("indexer.hook", "summarizer.handoff.hook"),
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -249,6 +265,7 @@ def test_no_module_over_400_lines_and_each_has_a_docstring() -> None:
 PUBLIC_INDEXER_MODULES = frozenset(
     {
         "indexer",
+        "indexer.agentid",
         "indexer.config",
         "indexer.errors",
         "indexer.history",
@@ -257,6 +274,7 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer.paths",
         "indexer.purge",
         "indexer.query",
+        "indexer.session_query",
         "indexer.task_lookup",
         "indexer.transcript_import",
         "indexer.transcript_paths",

@@ -97,10 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     from summarizer.cli import parse_memory as cli_memory
     from summarizer.cli import parse_sessions as cli_sessions
     from summarizer.cli import parse_task as cli_task
+    from summarizer.cli import view as cli_view
 
     cli_memory.register(add)
     cli_sessions.register(add)
     cli_task.register(add)
+    cli_view.register(add)
     return parser
 
 

@@ -20,10 +20,14 @@ from indexer import (
     query,
     rebuild_all,
 )
+from indexer.agentid import is_valid_agent_id
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, check_session_id
+from indexer.session_query import agents_of_sessions
 from indexer.writer import open_writer, writer_lock
 from summarizer.common.cliargs import state_paths
+from summarizer.handoff.account import write_accounts
+from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
 from summarizer.memory.store import drop_orphan_terms
 
 __all__ = ["ForgetReport", "cmd_forget", "forget"]
@@ -58,6 +62,7 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
     """Forget one session, or every session last active before `before_ns` (and the spool
     segments of hours before it). The caller must not hold the writer lock: this takes it."""
     report = ForgetReport()
+    handoff = paths.root / HANDOFF_DIR
     with writer_lock(paths, wait_s=10.0):
         writer = open_writer(paths)
         try:
@@ -66,11 +71,23 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
                 pass
             conn = writer.conn
             report.sessions = _sessions(conn, session_id, before_ns)
+            agents = agents_of_sessions(conn, report.sessions)
             report.rows = _delete_rows(conn, report.sessions, before_ns)
             _delete_spool(paths, conn, report, before_ns)
             for sid in report.sessions:
-                for folder in (paths.sessions / sid, paths.resume / sid):
+                for folder in (
+                    paths.sessions / sid,
+                    paths.resume / sid,
+                    handoff / "sessions" / sid,
+                ):
                     _remove_tree(folder)
+                _remove_tree(paths.root / "pages" / f"{sid}.html")  # `ctxd view`'s page
+            # Agents' accounts may tell of a forgotten run: drop them, then rewrite those of
+            # agents that still have a run in a session that stays.
+            for agent_id in agents:
+                if is_valid_agent_id(agent_id):
+                    _remove_tree(handoff / ACCOUNTS_DIR / f"{agent_id}.md")
+            write_accounts(conn, paths, agents)
             if report.sessions or report.rows:
                 # The project-wide view and the views of sessions that keep some entries
                 # still hold forgotten lines: rebuild every view from what is left.

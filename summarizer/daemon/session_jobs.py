@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 from indexer import IngestStats, history
 from indexer.config import Config
 from indexer.paths import StatePaths
+from indexer.session_query import agents_ended_after
 from summarizer.daemon.retention import start_retention_job
+from summarizer.handoff.account import write_accounts
 from summarizer.resume import writer as resume
 from summarizer.resume.todos import session_todos, write_todos
 
@@ -62,6 +64,11 @@ def sync_sessions(
             resume.update_session(conn, paths, config, sid, event)
         except Exception:
             log.exception("writing the resume state of session %s failed", sid)
+    try:  # the account a named agent is handed when it is started again
+        ended = agents_ended_after(conn, after_id, top)
+        write_accounts(conn, paths, ended, config.resume.subagent_max_tokens)
+    except Exception:
+        log.exception("writing the agents' handoff accounts failed")
     return top
 
 

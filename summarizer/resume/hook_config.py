@@ -9,7 +9,14 @@
 from __future__ import annotations
 
 WANTED = {
-    "resume": ("inject_on", "inject_on_startup", "build_timeout_s", "max_chars", "prebuild"),
+    "resume": (
+        "inject_on",
+        "inject_on_startup",
+        "build_timeout_s",
+        "max_chars",
+        "prebuild",
+        "subagent_max_tokens",
+    ),
     "daemon": ("autostart",),
 }
 

@@ -30,6 +30,9 @@ class HookSettings:
         self.max_chars = max_chars if valid else MAX_CONTEXT_CHARS
         self.autostart = daemon.get("autostart") is True
         self.prebuild = resume.get("prebuild", True) is True
+        budget = resume.get("subagent_max_tokens", 1500)
+        valid = isinstance(budget, int) and not isinstance(budget, bool) and budget > 0
+        self.subagent_max_tokens = budget if valid else 1500
 
 
 def read_settings(state_dir: str) -> HookSettings:

@@ -328,6 +328,7 @@ def test_hook_config_reads_the_shipped_defaults_without_tomllib() -> None:
             "inject_on_startup": True,
             "build_timeout_s": 3.0,
             "prebuild": True,
+            "subagent_max_tokens": 1500,
         },
         "daemon": {"autostart": False},
     }

@@ -1,0 +1,1 @@
+"""Handoff into subagents: what a subagent is told about itself as it starts."""
