@@ -21,6 +21,8 @@ from indexer.paths import StatePaths
 from indexer.tailer import FileState
 
 SCHEMA_VERSION = 1
+# The writer's SQLite page cache, in KiB (see `connect`).
+WRITER_CACHE_KIB = 32768
 _CREATION_WAIT_S = 10.0  # how long a reader waits for a new index's schema to be committed
 
 _SCHEMA = """
@@ -110,7 +112,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             conn.execute("PRAGMA wal_autocheckpoint=4000")
             # The unique indexes take random keys (hashes): a 32 MB page cache keeps their hot
             # pages in memory as history grows, instead of the 2 MB default.
-            conn.execute("PRAGMA cache_size=-32768")
+            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             _migrate(conn)
         else:
             _check_version(conn, path)

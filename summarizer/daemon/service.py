@@ -26,7 +26,7 @@ from indexer.errors import IndexBusyError
 from indexer.fileio import sweep_temp_files, write_atomic
 from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
-from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot
+from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
 from indexer.writer import IndexWriter, lag, open_writer, writer_lock
 from summarizer.daemon.host import BatchListener
 
@@ -38,6 +38,9 @@ log = logging.getLogger("ctxd.daemon")
 WAKE_EVENTS = frozenset({"created", "modified", "moved", "deleted", "closed"})
 ACTIVE_WINDOW_S = 1.0
 ACTIVE_POLL_S = 0.01
+# A backlog at least this large (~6,000 events) is a bulk catch-up: compactions wait for its
+# end, so that the tokenizer is not loaded beside the ingest's page cache and batches.
+BULK_BACKLOG_BYTES = 16 << 20
 
 
 class SpoolWatcher:
@@ -123,6 +126,7 @@ class Daemon:
         self.passes = 0
         self.skipped = 0
         self.last_lines_at = 0.0  # wall time of the last pass that indexed lines
+        self.catching_up = threading.Event()  # set while a bulk backlog is being ingested
 
     def request_stop(self, signum: int | None = None, _frame: FrameType | None = None) -> None:
         if signum is not None:
@@ -169,6 +173,7 @@ class Daemon:
         last_seen: SpoolSnapshot | None = None  # the spool as the last pass saw it
         unread = True  # bytes past an offset remain (a partial line): passes must go on
         last_lines = 0.0  # time.monotonic() of the last pass that indexed lines
+        progressed = False  # the last pass indexed lines
         while not self.stopping.is_set():
             self.wake.clear()
             replaced = self.writer.index_replaced()
@@ -184,11 +189,20 @@ class Daemon:
             stats = IngestStats()
             if seen == last_seen and not unread:
                 self.skipped += 1  # nothing new: a few stat calls instead of a pass
+                self.catching_up.clear()
             else:
                 try:
                     with self.index_lock:
+                        # A backlog that does not shrink (a huge partial line waiting for its
+                        # end) is no catch-up: compactions must not wait for it forever.
+                        bulk = unread_bytes(seen, self._offsets()) >= BULK_BACKLOG_BYTES
+                        if bulk and (seen != last_seen or progressed):
+                            self.catching_up.set()
+                        else:
+                            self.catching_up.clear()
                         stats = self.writer.pass_once()
                         self.passes += 1
+                        progressed = bool(stats.lines)
                         # Offsets are read only when the pass found no line to index.
                         unread = bool(stats.lines) or has_unread(seen, self._offsets())
                     failures = 0
