@@ -26,6 +26,7 @@ from indexer.errors import IndexBusyError
 from indexer.fileio import sweep_temp_files, write_atomic
 from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
+from indexer.release import LARGE_PASS_LINES, release_memory
 from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
 from indexer.writer import IndexWriter, lag, open_writer, writer_lock
 from summarizer.daemon.host import BatchListener
@@ -41,6 +42,7 @@ ACTIVE_POLL_S = 0.01
 # A backlog at least this large (~6,000 events) is a bulk catch-up: compactions wait for its
 # end, so that the tokenizer is not loaded beside the ingest's page cache and batches.
 BULK_BACKLOG_BYTES = 16 << 20
+LISTENER_CACHE_KIB = 2048
 
 
 class SpoolWatcher:
@@ -215,11 +217,19 @@ class Daemon:
             if stats.lines:
                 self.last_stats = stats
                 self.last_lines_at = time.time()
+                large = stats.lines >= LARGE_PASS_LINES and bool(self.listeners)
+                if large:
+                    # After a bulk catch-up the listeners read many new entries, and may load
+                    # the tokenizer meanwhile: a small page cache serves their reads as well,
+                    # and keeps the writer's cache out of that peak.
+                    self._cache_kib(LISTENER_CACHE_KIB)
                 for listener in self.listeners:
                     try:
                         listener(stats)
                     except Exception:
                         log.exception("batch listener failed")
+                if large:
+                    self._cache_kib(store.WRITER_CACHE_KIB)
             if time.monotonic() >= next_beat:
                 watcher.check()
                 self._heartbeat()
@@ -231,6 +241,13 @@ class Daemon:
             # for a moment instead of relying on notifications alone, then sleep.
             busy = time.monotonic() - last_lines < ACTIVE_WINDOW_S
             self.wake.wait(ACTIVE_POLL_S if busy else interval)
+
+    def _cache_kib(self, kib: int) -> None:
+        """Resize the writer's page cache, returning what it held to the system."""
+        assert self.writer is not None
+        with self.index_lock:
+            self.writer.conn.execute(f"PRAGMA cache_size=-{kib}")
+            release_memory(self.writer.conn)
 
     def _offsets(self) -> dict[str, int]:
         assert self.writer is not None
