@@ -14,7 +14,7 @@ Then measures, in this process:
      `--no-stages` leaves them out).
 
     python bench/bench_ingest.py [--events 200000]
-    python bench/bench_ingest.py --full        # 1,000,000 events: ~2.7 GB spool + ~3 GB index
+    python bench/bench_ingest.py --full        # 1,000,000 events: ~2.7 GB spool + ~1 GB index
 """
 
 from __future__ import annotations

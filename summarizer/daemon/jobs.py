@@ -248,6 +248,7 @@ class CompactionJobs:
         if not daemon.catching_up.is_set():
             return
         self.deferred += 1
+        log.info("compaction waits until the spool backlog being ingested is indexed")
         from summarizer.common.tokens import release_counters
 
         release_counters()  # a tokenizer kept from an earlier run would sit idle meanwhile
