@@ -35,10 +35,10 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
-    from indexer.release import malloc_trim, release_memory
+    from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
     from indexer.secret_scan import find_secrets
     from indexer.spool import is_segment_name
-    from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot
+    from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
     from indexer.spool_retention import (
         RetentionReport,
         delete_segment,
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         prune_spool,
     )
     from indexer.statedir import git_root
-    from indexer.store import StoredEntry
+    from indexer.store import WRITER_CACHE_KIB, StoredEntry
     from indexer.view_writer import iso_utc
     from indexer.views import rebuild_all
     from indexer.writer import IndexWriter, catch_up, is_locked, lag, open_writer, writer_lock
@@ -98,6 +98,9 @@ _EXPORTS = {
     "lag": "indexer.writer",
     "IndexWriter": "indexer.writer",
     "find_secrets": "indexer.secret_scan",
+    "LARGE_PASS_LINES": "indexer.release",
+    "unread_bytes": "indexer.spool_changes",
+    "WRITER_CACHE_KIB": "indexer.store",
 }
 
 __all__ = [
@@ -105,6 +108,8 @@ __all__ = [
     "EDIT_TOOLS",
     "HOOK_FAILURES",
     "INT64_MAX",
+    "LARGE_PASS_LINES",
+    "WRITER_CACHE_KIB",
     "Config",
     "ConfigError",
     "CtxdError",
@@ -145,6 +150,7 @@ __all__ = [
     "snapshot",
     "sweep_temp_files",
     "translate_sqlite_errors",
+    "unread_bytes",
     "write_atomic",
     "writer_lock",
 ]

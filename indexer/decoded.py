@@ -80,6 +80,14 @@ def base64_blobs(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in _BASE64.finditer(text) if _plausible(m.group())]
 
 
+# The same runs come back event after event (project paths, class names, ids of a session):
+# what each decodes to is remembered, in a bounded table of short runs (~1 MB at most).
+_RUN_TEXTS: dict[bytes, str | None] = {}
+_CACHED_RUNS = 2048
+_CACHED_RUN_BYTES = 256
+_UNKNOWN = ""  # no run decodes to "" (decode_base64 returns None for it)
+
+
 def base64_texts(data: bytes, starts: list[int]) -> list[str]:
     """The texts that the base64-looking runs starting at `starts` in data decode to (runs
     that decode to binary, such as hashes and paths, are left out)."""
@@ -88,11 +96,17 @@ def base64_texts(data: bytes, starts: list[int]) -> list[str]:
         m = _BASE64_BYTES.match(data, start)
         if m is None:
             continue
-        run = m.group().decode("ascii")
-        if _plausible(run):
-            text = decode_base64(run)
-            if text is not None:
-                texts.append(text)
+        run = m.group()
+        text = _RUN_TEXTS.get(run, _UNKNOWN)
+        if text is _UNKNOWN:
+            ascii_run = run.decode("ascii")
+            text = decode_base64(ascii_run) if _plausible(ascii_run) else None
+            if len(run) <= _CACHED_RUN_BYTES:
+                if len(_RUN_TEXTS) >= _CACHED_RUNS:
+                    _RUN_TEXTS.clear()
+                _RUN_TEXTS[run] = text
+        if text is not None:
+            texts.append(text)
     return texts
 
 

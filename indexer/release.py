@@ -6,7 +6,7 @@ import sqlite3
 
 __all__ = ["LARGE_PASS_LINES", "malloc_trim", "release_memory"]
 
-# A pass or compaction at least this large has filled the page cache (32 MB per connection)
+# A pass or compaction at least this large has filled the page cache (16 MB for the writer)
 # with pages an idle daemon does not need; smaller ones are left alone (the cache pays off).
 LARGE_PASS_LINES = 20_000
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["SpoolSnapshot", "has_unread", "snapshot"]
+__all__ = ["SpoolSnapshot", "has_unread", "snapshot", "unread_bytes"]
 
 # name -> (dev, inode, size, mtime_ns): a new, removed, replaced, grown or rewritten segment
 # changes its tuple; an unchanged tuple means a pass would read nothing new.
@@ -36,3 +36,8 @@ def has_unread(seen: SpoolSnapshot, offsets: Mapping[str, int]) -> bool:
     """True if some segment holds bytes past its indexed offset (a partial last line waiting
     for its grace period, or a batch limit): such a spool still needs periodic passes."""
     return any(size > offsets.get(name, 0) for name, (_, _, size, _) in seen.items())
+
+
+def unread_bytes(seen: SpoolSnapshot, offsets: Mapping[str, int]) -> int:
+    """How many bytes of the spool lie past their segment's indexed offset."""
+    return sum(max(0, size - offsets.get(name, 0)) for name, (_, _, size, _) in seen.items())

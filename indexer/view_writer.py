@@ -29,10 +29,17 @@ class _SeqOnly(msgspec.Struct):
 _SEQ = msgspec.json.Decoder(_SeqOnly)
 
 
+_LAST_SECOND: list[tuple[int, str]] = [(-1, "")]  # events come in bursts within a second
+
+
 def iso_utc(ts_ns: int) -> str:
     """UTC ISO-8601 with milliseconds and a `Z` suffix."""
     seconds, rem = divmod(ts_ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rem // 1_000_000:03d}Z"
+    last, prefix = _LAST_SECOND[0]
+    if seconds != last:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _LAST_SECOND[0] = (seconds, prefix)
+    return f"{prefix}.{rem // 1_000_000:03d}Z"
 
 
 def view_line(entry_id: int, e: Entry) -> ViewLine:

@@ -20,6 +20,7 @@ class DaemonHost(Protocol):
     paths: StatePaths
     config: Config
     stopping: threading.Event
+    catching_up: threading.Event
     index_lock: threading.Lock
     listeners: list[BatchListener]
     stop_callbacks: list[Callable[[], None]]

@@ -62,6 +62,7 @@ class CompactionJobs:
         self._poller: threading.Thread | None = None
         self._last_run_end = 0.0  # time.monotonic() when the last job ended; 0 = released
         self.tokenizer_idle_s = TOKENIZER_IDLE_S
+        self.deferred = 0  # runs that waited for the end of a bulk catch-up
 
     def start(self) -> None:
         """Start the scheduler (first run now), the batch listener and the request poller."""
@@ -214,6 +215,7 @@ class CompactionJobs:
     def _compact(self, trigger: str) -> None:
         from summarizer.memory.compact import compact_and_publish, published_watermark
 
+        self._wait_for_catch_up()
         if self._conn is None:
             self._conn = history.connect(self.daemon.paths.index_db)
             # Compaction reads entries in id order: a small page cache serves it as well, and
@@ -233,6 +235,22 @@ class CompactionJobs:
             should_stop=self.daemon.stopping.is_set,
         )
         self.runs += 1
+
+    def _wait_for_catch_up(self) -> None:
+        """Let a bulk catch-up finish first: its page cache and batches and the tokenizer
+        together would double the daemon's peak memory, and a compaction in the middle of a
+        backlog would only cover part of it (the run after the catch-up covers it all)."""
+        daemon = self.daemon
+        if not daemon.catching_up.is_set():
+            return
+        self.deferred += 1
+        log.info("compaction waits until the spool backlog being ingested is indexed")
+        from summarizer.common.tokens import release_counters
+
+        release_counters()  # a tokenizer kept from an earlier run would sit idle meanwhile
+        malloc_trim()
+        while daemon.catching_up.is_set() and not daemon.stopping.wait(REQUEST_POLL_S):
+            pass
 
     def _release_cache(self) -> None:
         """After a run: the compaction's page cache is not needed until the next one."""

@@ -21,13 +21,17 @@ from types import FrameType
 from typing import Any, cast
 
 from indexer import (
+    LARGE_PASS_LINES,
+    WRITER_CACHE_KIB,
     IngestStats,
     SpoolSnapshot,
     has_unread,
     history,
     query,
+    release_memory,
     snapshot,
     sweep_temp_files,
+    unread_bytes,
     write_atomic,
 )
 from indexer.config import Config, load_config
@@ -44,6 +48,10 @@ log = logging.getLogger("ctxd.daemon")
 WAKE_EVENTS = frozenset({"created", "modified", "moved", "deleted", "closed"})
 ACTIVE_WINDOW_S = 1.0
 ACTIVE_POLL_S = 0.01
+# A backlog at least this large (~6,000 events) is a bulk catch-up: compactions wait for its
+# end, so that the tokenizer is not loaded beside the ingest's page cache and batches.
+BULK_BACKLOG_BYTES = 16 << 20
+LISTENER_CACHE_KIB = 2048
 
 
 class SpoolWatcher:
@@ -129,6 +137,7 @@ class Daemon:
         self.passes = 0
         self.skipped = 0
         self.last_lines_at = 0.0  # wall time of the last pass that indexed lines
+        self.catching_up = threading.Event()  # set while a bulk backlog is being ingested
 
     def request_stop(self, signum: int | None = None, _frame: FrameType | None = None) -> None:
         if signum is not None:
@@ -175,6 +184,7 @@ class Daemon:
         last_seen: SpoolSnapshot | None = None  # the spool as the last pass saw it
         unread = True  # bytes past an offset remain (a partial line): passes must go on
         last_lines = 0.0  # time.monotonic() of the last pass that indexed lines
+        progressed = False  # the last pass indexed lines
         while not self.stopping.is_set():
             self.wake.clear()
             replaced = self.writer.index_replaced()
@@ -190,11 +200,20 @@ class Daemon:
             stats = IngestStats()
             if seen == last_seen and not unread:
                 self.skipped += 1  # nothing new: a few stat calls instead of a pass
+                self.catching_up.clear()
             else:
                 try:
                     with self.index_lock:
+                        # A backlog that does not shrink (a huge partial line waiting for its
+                        # end) is no catch-up: compactions must not wait for it forever.
+                        bulk = unread_bytes(seen, self._offsets()) >= BULK_BACKLOG_BYTES
+                        if bulk and (seen != last_seen or progressed):
+                            self.catching_up.set()
+                        else:
+                            self.catching_up.clear()
                         stats = self.writer.pass_once()
                         self.passes += 1
+                        progressed = bool(stats.lines)
                         # Offsets are read only when the pass found no line to index.
                         unread = bool(stats.lines) or has_unread(seen, self._offsets())
                     failures = 0
@@ -207,11 +226,19 @@ class Daemon:
             if stats.lines:
                 self.last_stats = stats
                 self.last_lines_at = time.time()
+                large = stats.lines >= LARGE_PASS_LINES and bool(self.listeners)
+                if large:
+                    # After a bulk catch-up the listeners read many new entries, and may load
+                    # the tokenizer meanwhile: a small page cache serves their reads as well,
+                    # and keeps the writer's cache out of that peak.
+                    self._cache_kib(LISTENER_CACHE_KIB)
                 for listener in self.listeners:
                     try:
                         listener(stats)
                     except Exception:
                         log.exception("batch listener failed")
+                if large:
+                    self._cache_kib(WRITER_CACHE_KIB)
             if time.monotonic() >= next_beat:
                 watcher.check()
                 self._heartbeat()
@@ -223,6 +250,13 @@ class Daemon:
             # for a moment instead of relying on notifications alone, then sleep.
             busy = time.monotonic() - last_lines < ACTIVE_WINDOW_S
             self.wake.wait(ACTIVE_POLL_S if busy else interval)
+
+    def _cache_kib(self, kib: int) -> None:
+        """Resize the writer's page cache, returning what it held to the system."""
+        assert self.writer is not None
+        with self.index_lock:
+            history.set_cache_size(self.writer.conn, kib)
+            release_memory(self.writer.conn)
 
     def _offsets(self) -> dict[str, int]:
         assert self.writer is not None
