@@ -100,7 +100,10 @@ def test_read_on_a_current_index_loads_no_msgspec(tmp_path: Path) -> None:
 # --- The layout: folders by job, dependencies pointing one way, no circle ----------------------
 
 # Rank of each folder: an import may point to the same rank or lower, never higher.
-_RANK = {"indexer": 0, "common": 1, "memory": 2, "resume": 2, "daemon": 3, "cli": 4}
+_RANK = {
+    "indexer": 0, "common": 1, "memory": 2, "resume": 2,
+    "daemon": 3, "search": 3, "mcp": 3, "cli": 4,
+}  # fmt: skip
 # The SessionStart branch of the hook imports the resume hook lazily (the one upward import).
 _UPWARD_ALLOWED = {("indexer.hook", "summarizer.resume.hook")}
 

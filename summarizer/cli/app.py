@@ -92,10 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--include-metadata", action="store_true", help="include file metadata")
     from summarizer.cli import parse_memory as cli_memory
+    from summarizer.cli import parse_search as cli_search
     from summarizer.cli import parse_sessions as cli_sessions
 
     cli_memory.register(add)
     cli_sessions.register(add)
+    cli_search.register(add)
     return parser
 
 
