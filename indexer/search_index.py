@@ -36,12 +36,18 @@ KINDS = ("prompt", "tool", "error", "decision", "constraint", "failure", "summar
 _EVENTS_SQL = ",".join(f"'{e}'" for e in ENTRY_KINDS)
 _KIND_SQL = "CASE new.event " + " ".join(f"WHEN '{e}' THEN '{k}'" for e, k in ENTRY_KINDS.items())
 _KIND_SQL += " END"
+# A command is in the tool input only (a described Bash call shows its description); the
+# input may be cut at max_detail_bytes, hence the validity check.
+_COMMAND_SQL = (
+    "CASE WHEN new.tool_name='Bash' AND json_valid(CAST(new.detail AS TEXT)) THEN"
+    " coalesce(json_extract(CAST(new.detail AS TEXT), '$.input.command'), '') ELSE '' END"
+)
 # A prompt's description is its first line: indexing it again would double its weight.
 _BODY_SQL = (
     "trim(CASE WHEN new.event='prompt' THEN '' ELSE new.description END"
     " || ' ' || new.instruction || ' ' || new.output_summary || ' ' || new.error"
     " || ' ' || CASE WHEN new.text=new.output_summary THEN '' ELSE new.text END"
-    " || ' ' || new.files)"
+    " || ' ' || new.files || ' ' || " + _COMMAND_SQL + ")"
 )
 
 _SCHEMA = f"""

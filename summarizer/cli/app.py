@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "rebuild",
         "summarizer.cli.index:cmd_rebuild",
-        "regenerate every per-agent view from the index",
+        "regenerate every per-agent view and the search index from the index",
     )
 
     p = add(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from indexer import store, views
+from indexer import search_index, store, views
 from indexer.writer import catch_up, writer_lock
 from summarizer.common.cliargs import state_paths
 
@@ -28,14 +28,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    """Regenerate every view from the index."""
+    """Regenerate every view and the search index from the index."""
     paths = state_paths(args)
     catch_up(paths)
     with writer_lock(paths, wait_s=10.0):
         conn = store.connect(paths.index_db)
         try:
             written = views.rebuild_all(conn, paths)
+            with store.transaction(conn):
+                documents = search_index.rebuild(conn)
         finally:
             conn.close()
-    print(f"rebuilt the views: {written} lines")
+    print(f"rebuilt the views: {written} lines; the search index: {documents} documents")
     return 0
