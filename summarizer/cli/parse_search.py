@@ -1,4 +1,4 @@
-"""Parser of `ctxd search` (kept apart so that building the parser imports no sqlite3)."""
+"""Parsers of `ctxd search` and `ctxd mcp` (apart, so that building the parser loads no sqlite3)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ DEFAULT_LIMIT = 10
 
 
 def register(add: AddCommand) -> None:
-    """Add `search` to the `ctxd` parser."""
+    """Add `search` and `mcp` to the `ctxd` parser."""
     p = add(
         "search",
         "summarizer.cli.search:cmd_search",
@@ -32,3 +32,9 @@ def register(add: AddCommand) -> None:
         help=f"at most N hits, 1-100 (default {DEFAULT_LIMIT})",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON")
+
+    add(
+        "mcp",
+        "summarizer.cli.mcp:cmd_mcp",
+        "serve search and memory tools to Claude Code over MCP (stdio)",
+    )
