@@ -5,7 +5,8 @@ shared/corpus/hooks when present (else the demo session), each given a unique to
 a unique (ts_ns, pid) so nothing is deduplicated away. Then measures, in this process:
   1. bare: msgspec.json.decode of every spool line (untyped), the baseline;
   2. ingest: Ingestor.run_once into a fresh index (redact, decode, normalize, attribute, commit);
-  3. ingest + views: one daemon pass (IndexWriter.pass_once) on a fresh state dir.
+  3. ingest + views: one daemon pass (IndexWriter.pass_once) on a fresh state dir;
+  4. the search index's cost: ingest with and without its trigger, interleaved.
 
     python bench/bench_ingest.py [--events 200000]
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -124,6 +127,7 @@ def main() -> None:
         stats = writer.pass_once()
         views_s = time.perf_counter() - t0 - ingest_s
         writer.conn.close()
+        no_search_s, search_s = _search_cost(paths2, Path(tmp) / "cost", args.events)
 
     n = args.events
     bare_rate, ingest_rate = n / bare_s, n / ingest_s
@@ -137,6 +141,38 @@ def main() -> None:
         f"ingest + per-agent views: {full_rate:12,.0f} events/s  ({ingest_s + views_s:.2f} s)"
         f"  ratio to bare decode {full_rate / bare_rate:.3f}"
     )
+    print(
+        f"search index cost (median of 2 interleaved runs each): ingest {n / search_s:,.0f}"
+        f" events/s with it, {n / no_search_s:,.0f} without: {search_s / no_search_s:.2f}x time"
+    )
+
+
+def _search_cost(done: StatePaths, root: Path, n: int, rounds: int = 2) -> tuple[float, float]:
+    """Ingest the same spool with and without the search index's trigger, interleaved
+    (fresh state each time); return the median seconds (without, with)."""
+    spool = root / "spool-kept"
+    spool.mkdir(parents=True)
+    for segment in done.spool.iterdir():
+        segment.rename(spool / segment.name)
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for r in range(rounds):
+        for with_search in (False, True):
+            paths = StatePaths(root / f"run{r}{int(with_search)}")
+            paths.ensure()
+            for segment in spool.iterdir():
+                shutil.copyfile(segment, paths.spool / segment.name)
+            conn = store.connect(paths.index_db)
+            if not with_search:
+                conn.execute("DROP TRIGGER search_entry_ai")
+            ingestor = Ingestor(paths, Config(), conn)
+            ingestor.keep_inserted = False
+            t0 = time.perf_counter()
+            stats = ingestor.run_once()
+            times[with_search].append(time.perf_counter() - t0)
+            assert stats.entries == n, stats.entries
+            conn.close()
+            shutil.rmtree(paths.root)
+    return statistics.median(times[False]), statistics.median(times[True])
 
 
 if __name__ == "__main__":
