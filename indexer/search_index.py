@@ -31,6 +31,7 @@ ENTRY_KINDS = {
     "compact_summary": "summary",
     "post_compact": "summary",
 }
+MEMORY_KINDS = frozenset({"decision", "constraint", "failure"})
 KINDS = ("prompt", "tool", "error", "decision", "constraint", "failure", "summary", "agent")
 
 _EVENTS_SQL = ",".join(f"'{e}'" for e in ENTRY_KINDS)
@@ -232,6 +233,7 @@ def query(
     half_life_h: float,
     limit: int,
     candidates: int,
+    window: int = 1000,
     session_prefix: str | None = None,
     agent_id: str | None = None,
     kinds: Sequence[str] = (),
@@ -240,8 +242,11 @@ def query(
 ) -> list[Hit]:
     """The best `limit` documents for an FTS5 `match` expression, by bm25 and recency.
 
-    bm25 picks the `candidates` most relevant documents (FTS5 ranks those without sorting
-    every match); among them a recent document counts up to twice an old one.
+    bm25 costs a few microseconds per matching document, so a common word over a large
+    history would be slow to rank whole: unless the search is narrowed to a session, agent or
+    kind, only the `window` most recent matching events are ranked, with every matching memory
+    item (decisions, constraints, failures). bm25 picks the `candidates` most relevant of
+    those; a recent document then counts up to twice an old one.
     """
     where = ["search MATCH ?"]
     args: list[object] = [match]
@@ -258,11 +263,24 @@ def query(
         where.append("ts_ns >= ?")
         args.append(since_ns)
     half_life_ns = max(half_life_h, 0.001) * 3600e9
-    rows = conn.execute(
-        "SELECT rowid, kind, session_id, agent_id, ts_ns, rank FROM search"
-        f" WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?",
-        [*args, candidates],
-    ).fetchall()
+    select = "SELECT rowid, kind, session_id, agent_id, ts_ns, rank FROM search WHERE "
+    ranges: list[tuple[str, list[object]]] = [("", [])]
+    if kinds and set(kinds) <= MEMORY_KINDS:
+        ranges = [(" AND rowid < 0", [])]
+    elif not (session_prefix or agent_id or kinds):
+        # Memory items have negative rowids, events positive ones in the order they came.
+        oldest = conn.execute(
+            "SELECT rowid FROM search WHERE search MATCH ? AND rowid > 0"
+            " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            (match, window - 1),
+        ).fetchone()
+        ranges = [(" AND rowid < 0", []), (" AND rowid >= ?", [oldest[0] if oldest else 1])]
+    rows: list[Any] = []
+    for extra, extra_args in ranges:
+        rows += conn.execute(
+            select + " AND ".join(where) + extra + " ORDER BY rank LIMIT ?",
+            [*args, *extra_args, candidates],
+        ).fetchall()
 
     def score(r: Any) -> float:
         # bm25 (FTS5's rank) is negative, better when lower; recency scales it by up to 2.

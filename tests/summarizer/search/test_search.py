@@ -264,3 +264,35 @@ def test_cli_search_creates_no_state(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert not state.exists()
     assert os.listdir(tmp_path) == ["nothing-here"] or not os.listdir(tmp_path)
+
+
+def test_a_common_word_ranks_the_latest_events_and_every_memory_item(tmp_path: Path) -> None:
+    paths = replay(
+        tmp_path,
+        [
+            prompt("plover one", session=OTHER),
+            *[prompt(f"plover number {i}") for i in range(6)],
+            emit_payload({"kind": "decision", "decision": "Ring every plover"}),
+        ],
+    )
+    from indexer.config import load_config
+
+    compact_now(paths, load_config(paths.config), trigger="test")
+    conn = store.connect(paths.index_db, readonly=True)
+    try:
+        match = to_match("plover")
+
+        def found(**kw: Any) -> list[search_index.Hit]:
+            return search_index.query(
+                conn, match, now_ns=time.time_ns(), half_life_h=168, limit=50, candidates=50, **kw
+            )
+
+        windowed = found(window=3)
+        assert [h.kind for h in windowed].count("prompt") == 3
+        assert "decision" in {h.kind for h in windowed}
+        assert OTHER not in {h.session_id for h in windowed}  # the oldest event is out
+        assert [h.session_id for h in found(window=3, session_prefix=OTHER[:8])] == [OTHER]
+        assert len(found(window=1000)) == 8
+        assert [h.kind for h in found(window=3, kinds=("decision",))] == ["decision"]
+    finally:
+        conn.close()
