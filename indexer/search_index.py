@@ -43,9 +43,11 @@ _COMMAND_SQL = (
     "CASE WHEN new.tool_name='Bash' AND json_valid(CAST(new.detail AS TEXT)) THEN"
     " coalesce(json_extract(CAST(new.detail AS TEXT), '$.input.command'), '') ELSE '' END"
 )
-# A prompt's description is its first line: indexing it again would double its weight.
+# The description of a prompt or a stop is the first line of its text: indexing it again
+# would double that line's weight.
 _BODY_SQL = (
-    "trim(CASE WHEN new.event='prompt' THEN '' ELSE new.description END"
+    "trim(CASE WHEN new.event IN ('prompt','stop','subagent_stop','compact_summary')"
+    " THEN '' ELSE new.description END"
     " || ' ' || new.instruction || ' ' || new.output_summary || ' ' || new.error"
     " || ' ' || CASE WHEN new.text=new.output_summary THEN '' ELSE new.text END"
     " || ' ' || new.files || ' ' || " + _COMMAND_SQL + ")"
@@ -76,6 +78,7 @@ CREATE TRIGGER IF NOT EXISTS search_mem_ad AFTER DELETE ON search_mem BEGIN
     DELETE FROM search WHERE rowid=old.doc;
 END;
 """
+_TRIGGERS = ("search_entry_ai", "search_entry_ad", "search_entry_au", "search_mem_ad")
 _BACKFILL_ENTRIES = (
     "INSERT INTO search(rowid, body, kind, session_id, agent_id, ts_ns)"
     f" SELECT new.id, {_BODY_SQL}, {_KIND_SQL}, new.session_id, new.agent_id, new.ts_ns"
@@ -109,22 +112,27 @@ class Hit:
 
 
 def has_search(conn: sqlite3.Connection) -> bool:
-    """True if the index has its search tables (a writer of this version opened it)."""
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name='search_entry_ai'").fetchone()
-    return row is not None
+    """True if the index has the search index this version builds (a writer opened it)."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (_VERSION_KEY,)).fetchone()
+    return row is not None and row[0] == SEARCH_VERSION
 
 
 def ensure(conn: sqlite3.Connection) -> bool:
     """Create the search index if missing and fill it from what is stored; True if it did.
 
     The caller holds the writer lock (I8). Runs in its own transaction, so an index written by
-    an older ctxd gains its search index at once, entries and memory alike.
+    an older ctxd gains its search index at once, entries and memory alike; a search index of
+    another version (other triggers, other documents) is dropped and built again.
     """
     if has_search(conn):
         return False
     conn.execute("BEGIN IMMEDIATE")
     try:
         if not has_search(conn):
+            for trigger in _TRIGGERS:
+                conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            conn.execute("DROP TABLE IF EXISTS search")
+            conn.execute("DROP TABLE IF EXISTS search_mem")
             for statement in _statements(_SCHEMA):
                 conn.execute(statement)
             _fill(conn)

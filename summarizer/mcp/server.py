@@ -26,7 +26,10 @@ def build_server(paths: StatePaths) -> MCPServer[Any]:
         except CtxdError as e:  # a bad argument or state: the caller gets the one-line reason
             raise ToolError(str(e)) from None
 
-    @server.tool(description=f"Full-text search of past sessions (all words must match). {_BUDGET}")
+    @server.tool(
+        structured_output=False,
+        description=f"Full-text search of past sessions (all words must match). {_BUDGET}",
+    )
     def search(
         query: str,
         session: str | None = None,
@@ -40,15 +43,21 @@ def build_server(paths: StatePaths) -> MCPServer[Any]:
         filters = Filters(session=session, agent=agent, kinds=kinds, since=since, limit=limit)
         return run(tools.search_tool, query, filters, budget)
 
-    @server.tool(description=f"Recent sessions, newest first. {_BUDGET}")
+    @server.tool(structured_output=False, description=f"Recent sessions, newest first. {_BUDGET}")
     def sessions(limit: int = 20, budget: int = tools.DEFAULT_BUDGET) -> str:
         return run(tools.sessions_tool, limit, budget)
 
-    @server.tool(description=f"One session's resume package (id or prefix). {_BUDGET}")
+    @server.tool(
+        structured_output=False,
+        description=f"One session's resume package (id or prefix). {_BUDGET}",
+    )
     def session(session: str, budget: int = tools.DEFAULT_BUDGET) -> str:
         return run(tools.session_tool, session, budget)
 
-    @server.tool(description=f"An agent's latest events ('main' = orchestrator). {_BUDGET}")
+    @server.tool(
+        structured_output=False,
+        description=f"An agent's latest events ('main' = orchestrator). {_BUDGET}",
+    )
     def agent_history(
         agent_id: str,
         session: str | None = None,
@@ -57,11 +66,16 @@ def build_server(paths: StatePaths) -> MCPServer[Any]:
     ) -> str:
         return run(tools.agent_history_tool, agent_id, session, lines, budget)
 
-    @server.tool(description=f"Failures: unresolved, and resolved with their fix. {_BUDGET}")
+    @server.tool(
+        structured_output=False,
+        description=f"Failures: unresolved, and resolved with their fix. {_BUDGET}",
+    )
     def failures(session: str | None = None, budget: int = tools.DEFAULT_BUDGET) -> str:
         return run(tools.failures_tool, session, budget)
 
-    @server.tool(description=f"Decisions and constraints in force. {_BUDGET}")
+    @server.tool(
+        structured_output=False, description=f"Decisions and constraints in force. {_BUDGET}"
+    )
     def decisions(budget: int = tools.DEFAULT_BUDGET) -> str:
         return run(tools.decisions_tool, budget)
 

@@ -179,10 +179,23 @@ def test_an_index_without_search_gains_it_backfilled(tmp_path: Path) -> None:
         conn.execute(f"DROP TRIGGER {trig}")
     conn.execute("DROP TABLE search")
     conn.execute("DROP TABLE search_mem")
+    conn.execute("DELETE FROM meta WHERE key='search.version'")
     conn.commit()
     conn.close()
     catch_up(paths)  # a writer of this version opens it
     assert {h.kind for h in _search(paths, "osprey")} == {"prompt", "tool"}
+
+
+def test_a_search_index_of_another_version_is_built_again(tmp_path: Path) -> None:
+    paths = replay(tmp_path, [prompt("the gannet colony")])
+    conn = sqlite3.connect(paths.index_db)
+    conn.execute("DELETE FROM search")  # as if an older version had indexed other documents
+    conn.execute("UPDATE meta SET value='0' WHERE key='search.version'")
+    conn.commit()
+    conn.close()
+    assert _search(paths, "gannet") == []  # a reader of the old index finds what it holds
+    catch_up(paths)
+    assert [h.kind for h in _search(paths, "gannet")] == ["prompt"]
 
 
 def test_forget_takes_entries_and_memory_out_of_search(tmp_path: Path) -> None:
