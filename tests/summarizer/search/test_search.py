@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import run_cli
+from helpers import REPO, clean_env, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memory_helpers import SESSION, base, bash, emit_payload, prompt, replay
@@ -309,3 +311,34 @@ def test_a_common_word_ranks_the_latest_events_and_every_memory_item(tmp_path: P
         assert [h.kind for h in found(window=3, kinds=("decision",))] == ["decision"]
     finally:
         conn.close()
+
+
+def test_a_relinked_agent_moves_its_documents(tmp_path: Path) -> None:
+    paths = replay(tmp_path, [prompt("the skua nest")])
+    conn = store.connect(paths.index_db)
+    try:
+        with store.transaction(conn):
+            conn.execute("UPDATE entries SET agent_id='skua-1' WHERE agent_id='main'")
+        [(agent,)] = conn.execute("SELECT agent_id FROM search WHERE search MATCH 'skua'")
+        assert agent == "skua-1"
+    finally:
+        conn.close()
+
+
+def test_search_on_a_current_index_loads_no_ingest_code(tmp_path: Path) -> None:
+    replay(tmp_path, [prompt("the tern roost")])
+    from indexer.config import load_config
+
+    compact_now(StatePaths(tmp_path), load_config(StatePaths(tmp_path).config), trigger="t")
+    code = (
+        "import sys; from summarizer.cli.app import main;"
+        f"rc = main(['search', 'tern', '--state-dir', {str(tmp_path)!r}]);"
+        "heavy = {'msgspec', 'tiktoken', 'indexer.ingest', 'watchdog', 'apscheduler'};"
+        "print(sorted(heavy & set(sys.modules)), rc, file=sys.stderr)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=clean_env(PYTHONPATH=str(REPO)),
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "**tern**" in out.stdout
+    assert out.stderr.strip().splitlines()[-1] == "[] 0", out.stderr
