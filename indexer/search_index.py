@@ -275,6 +275,15 @@ def query(
     ranges: list[tuple[str, list[object]]] = [("", [])]
     if kinds and set(kinds) <= MEMORY_KINDS:
         ranges = [(" AND rowid < 0", [])]
+    elif session_prefix and not kinds:
+        # A session's events lie between its first and last entry ids: rank only those.
+        lo, hi = conn.execute(
+            "SELECT min(id), max(id) FROM entries WHERE session_id >= ? AND session_id < ?",
+            (session_prefix, session_prefix + "\U0010ffff"),
+        ).fetchone()
+        ranges = [(" AND rowid < 0", [])]
+        if lo is not None:
+            ranges.append((" AND rowid BETWEEN ? AND ?", [lo, hi]))
     elif not (session_prefix or agent_id or kinds):
         # Memory items have negative rowids, events positive ones in the order they came.
         oldest = conn.execute(
