@@ -94,14 +94,14 @@ def queries(conn: sqlite3.Connection, count: int, seed: int = 7) -> list[str]:
     return out
 
 
-def in_process(paths: StatePaths, texts: list[str]) -> list[float]:
+def in_process(paths: StatePaths, texts: list[str], filters: Filters | None = None) -> list[float]:
     conn = current_connection(paths)
     assert conn is not None
     times = []
     try:
         for text in texts:
             t0 = time.perf_counter()
-            search(conn, text, Filters())
+            search(conn, text, filters or Filters())
             times.append(time.perf_counter() - t0)
     finally:
         conn.close()
@@ -146,6 +146,7 @@ def main() -> None:
         entries = store.count(conn, "entries")
         documents = search_index.count_documents(conn)
         texts = queries(conn, args.queries)
+        biggest = conn.execute("SELECT session_id FROM sessions ORDER BY events DESC").fetchone()[0]
         conn.close()
         size_mb = sum(p.stat().st_size for p in root.glob("index.db*")) / 1e6
         print(f"index: {entries:,} entries, {documents:,} search documents, {size_mb:.0f} MB")
@@ -160,6 +161,16 @@ def main() -> None:
             )
         times = sorted(in_process(paths, texts))
         print(f"in-process search, all: p95 {times[int(0.95 * (len(times) - 1))] * 1e3:.1f} ms")
+        for label, narrowed in (
+            (f"--session {biggest[:8]}", Filters(session=biggest[:8])),
+            ("--kind error", Filters(kinds=("error",))),
+            ("--agent main", Filters(agent="main")),
+        ):
+            times = sorted(in_process(paths, texts, narrowed))
+            print(
+                f"in-process search {label}: median {statistics.median(times) * 1e3:.1f} ms,"
+                f" p95 {times[int(0.95 * (len(times) - 1))] * 1e3:.1f} ms"
+            )
         bare, full = processes(paths, texts, args.rounds)
         b, f = statistics.median(bare), statistics.median(full)
         print(

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-SEARCH_VERSION = "1"
+SEARCH_VERSION = "2"
 _VERSION_KEY = "search.version"
 
 # Entry events worth finding, and the kind a search filters them by. Pre-tool events are left
@@ -37,6 +37,10 @@ KINDS = ("prompt", "tool", "error", "decision", "constraint", "failure", "summar
 _EVENTS_SQL = ",".join(f"'{e}'" for e in ENTRY_KINDS)
 _KIND_SQL = "CASE new.event " + " ".join(f"WHEN '{e}' THEN '{k}'" for e, k in ENTRY_KINDS.items())
 _KIND_SQL += " END"
+# Filters are tokens of their own column, so FTS5 intersects them with the words (a filtered
+# search stays as fast as a plain one): k<kind>, s<hex of the session id>, a<hex of the agent
+# id>. Hex keeps any id one token, and a prefix of an id a prefix of its token.
+_TAGS_SQL = f"'k' || {_KIND_SQL} || ' s' || hex(new.session_id) || ' a' || hex(new.agent_id)"
 # A command is in the tool input only (a described Bash call shows its description); the
 # input may be cut at max_detail_bytes, hence the validity check.
 _COMMAND_SQL = (
@@ -55,16 +59,18 @@ _BODY_SQL = (
 
 _SCHEMA = f"""
 CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(
-    body, kind UNINDEXED, session_id UNINDEXED, agent_id UNINDEXED, ts_ns UNINDEXED,
+    body, tags, kind UNINDEXED, session_id UNINDEXED, agent_id UNINDEXED, ts_ns UNINDEXED,
     tokenize='unicode61 remove_diacritics 2');
 CREATE TABLE IF NOT EXISTS search_mem(
     kind TEXT NOT NULL, key TEXT NOT NULL, doc INTEGER NOT NULL, session_id TEXT NOT NULL,
     PRIMARY KEY(kind, key));
 CREATE INDEX IF NOT EXISTS search_mem_session ON search_mem(session_id);
+INSERT INTO search(search, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
 CREATE TRIGGER IF NOT EXISTS search_entry_ai AFTER INSERT ON entries
     WHEN new.event IN ({_EVENTS_SQL}) BEGIN
-    INSERT INTO search(rowid, body, kind, session_id, agent_id, ts_ns)
-    VALUES (new.id, {_BODY_SQL}, {_KIND_SQL}, new.session_id, new.agent_id, new.ts_ns);
+    INSERT INTO search(rowid, body, tags, kind, session_id, agent_id, ts_ns)
+    VALUES (new.id, {_BODY_SQL}, {_TAGS_SQL}, {_KIND_SQL}, new.session_id, new.agent_id,
+        new.ts_ns);
 END;
 CREATE TRIGGER IF NOT EXISTS search_entry_ad AFTER DELETE ON entries
     WHEN old.event IN ({_EVENTS_SQL}) BEGIN
@@ -72,7 +78,7 @@ CREATE TRIGGER IF NOT EXISTS search_entry_ad AFTER DELETE ON entries
 END;
 CREATE TRIGGER IF NOT EXISTS search_entry_au AFTER UPDATE OF agent_id ON entries
     WHEN new.event IN ({_EVENTS_SQL}) AND new.agent_id != old.agent_id BEGIN
-    UPDATE search SET agent_id=new.agent_id WHERE rowid=new.id;
+    UPDATE search SET agent_id=new.agent_id, tags={_TAGS_SQL} WHERE rowid=new.id;
 END;
 CREATE TRIGGER IF NOT EXISTS search_mem_ad AFTER DELETE ON search_mem BEGIN
     DELETE FROM search WHERE rowid=old.doc;
@@ -80,8 +86,9 @@ END;
 """
 _TRIGGERS = ("search_entry_ai", "search_entry_ad", "search_entry_au", "search_mem_ad")
 _BACKFILL_ENTRIES = (
-    "INSERT INTO search(rowid, body, kind, session_id, agent_id, ts_ns)"
-    f" SELECT new.id, {_BODY_SQL}, {_KIND_SQL}, new.session_id, new.agent_id, new.ts_ns"
+    "INSERT INTO search(rowid, body, tags, kind, session_id, agent_id, ts_ns)"
+    f" SELECT new.id, {_BODY_SQL}, {_TAGS_SQL}, {_KIND_SQL}, new.session_id, new.agent_id,"
+    " new.ts_ns"
     f" FROM entries AS new WHERE new.event IN ({_EVENTS_SQL})"
 )
 
@@ -195,10 +202,19 @@ def index_memory(conn: sqlite3.Connection, docs: Iterable[MemoryDoc]) -> None:
                 (d.kind, d.key, doc, d.session_id),
             )
         conn.execute(
-            "INSERT INTO search(rowid, body, kind, session_id, agent_id, ts_ns)"
-            " VALUES (?,?,?,?,?,?)",
-            (doc, d.body, d.kind, d.session_id, d.agent_id, d.ts_ns),
+            "INSERT INTO search(rowid, body, tags, kind, session_id, agent_id, ts_ns)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (doc, d.body, _tags(d), d.kind, d.session_id, d.agent_id, d.ts_ns),
         )
+
+
+def _tags(d: MemoryDoc) -> str:
+    """The filter tokens of a memory document (as _TAGS_SQL writes them for events)."""
+    return f"k{d.kind} s{_hex(d.session_id)} a{_hex(d.agent_id)}"
+
+
+def _hex(text: str) -> str:
+    return text.encode("utf-8", "surrogatepass").hex()
 
 
 def _stored_memory(conn: sqlite3.Connection) -> list[MemoryDoc]:
@@ -251,51 +267,48 @@ def query(
     """The best `limit` documents for an FTS5 `match` expression, by bm25 and recency.
 
     bm25 costs a few microseconds per matching document, so a common word over a large
-    history would be slow to rank whole: unless the search is narrowed to a session, agent or
-    kind, only the `window` most recent matching events are ranked, with every matching memory
-    item (decisions, constraints, failures). bm25 picks the `candidates` most relevant of
-    those; a recent document then counts up to twice an old one.
+    history would be slow to rank whole: only the `window` most recent matching events are
+    ranked, with every matching memory item (decisions, constraints, failures). bm25 picks the
+    `candidates` most relevant of those; a recent document then counts up to twice an old one.
     """
+    # The user's words must be in the text; the filters narrow by tag tokens (FTS5 intersects
+    # both), then the stored columns check them exactly (a hex prefix ends mid-character).
+    terms = [f"body : ({match})"]
     where = ["search MATCH ?"]
-    args: list[object] = [match]
+    args: list[object] = []
     if session_prefix:
+        terms.append(f'tags : "s{_hex(session_prefix)}"*')
         where.append("substr(session_id, 1, ?) = ?")
         args += [len(session_prefix), session_prefix]
     if agent_id:
+        terms.append(f'tags : "a{_hex(agent_id)}"')
         where.append("agent_id = ?")
         args.append(agent_id)
     if kinds:
+        terms.append("tags : (" + " OR ".join(f'"k{k}"' for k in kinds if k.isalnum()) + ")")
         where.append(f"kind IN ({','.join('?' * len(kinds))})")
         args += list(kinds)
     if since_ns is not None:
         where.append("ts_ns >= ?")
         args.append(since_ns)
+    expression = " AND ".join(terms)
+    args = [expression, *args]
     half_life_ns = max(half_life_h, 0.001) * 3600e9
-    select = "SELECT rowid, kind, session_id, agent_id, ts_ns, rank FROM search WHERE "
-    ranges: list[tuple[str, list[object]]] = [("", [])]
-    if kinds and set(kinds) <= MEMORY_KINDS:
-        ranges = [(" AND rowid < 0", [])]
-    elif session_prefix and not kinds:
-        # A session's events lie between its first and last entry ids: rank only those.
-        lo, hi = conn.execute(
-            "SELECT min(id), max(id) FROM entries WHERE session_id >= ? AND session_id < ?",
-            (session_prefix, session_prefix + "\U0010ffff"),
-        ).fetchone()
-        ranges = [(" AND rowid < 0", [])]
-        if lo is not None:
-            ranges.append((" AND rowid BETWEEN ? AND ?", [lo, hi]))
-    elif not (session_prefix or agent_id or kinds):
-        # Memory items have negative rowids, events positive ones in the order they came.
+    condition = " AND ".join(where)
+    # Memory items have negative rowids, events positive ones in the order they came.
+    ranges: list[tuple[str, list[object]]] = [(" AND rowid < 0", [])]
+    if not (kinds and set(kinds) <= MEMORY_KINDS):
         oldest = conn.execute(
-            "SELECT rowid FROM search WHERE search MATCH ? AND rowid > 0"
+            f"SELECT rowid FROM search WHERE {condition} AND rowid > 0"
             " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (match, window - 1),
+            [*args, window - 1],
         ).fetchone()
-        ranges = [(" AND rowid < 0", []), (" AND rowid >= ?", [oldest[0] if oldest else 1])]
+        ranges.append((" AND rowid >= ?", [oldest[0] if oldest else 1]))
     rows: list[Any] = []
     for extra, extra_args in ranges:
         rows += conn.execute(
-            select + " AND ".join(where) + extra + " ORDER BY rank LIMIT ?",
+            "SELECT rowid, kind, session_id, agent_id, ts_ns, rank FROM search"
+            f" WHERE {condition}{extra} ORDER BY rank LIMIT ?",
             [*args, *extra_args, candidates],
         ).fetchall()
 
@@ -312,7 +325,7 @@ def query(
         conn.execute(
             "SELECT rowid, snippet(search, 0, ?, ?, '…', 16) FROM search"
             f" WHERE search MATCH ? AND rowid IN ({','.join('?' * len(docs))})",
-            [mark[0], mark[1], match, *docs],
+            [mark[0], mark[1], expression, *docs],
         ).fetchall()
     )
     return [
