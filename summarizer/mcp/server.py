@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -12,6 +12,7 @@ from indexer.paths import StatePaths
 from summarizer.mcp import tools
 from summarizer.search.service import Filters
 
+Kind = Literal["prompt", "tool", "error", "decision", "constraint", "failure", "summary", "agent"]
 # Descriptions stay short: Claude Code sends them with every request.
 _BUDGET = "budget: max tokens of the answer (default 2000)."
 
@@ -34,7 +35,7 @@ def build_server(paths: StatePaths) -> MCPServer[Any]:
         query: str,
         session: str | None = None,
         agent: str | None = None,
-        kind: str | None = None,
+        kind: Kind | None = None,
         since: str | None = None,
         limit: int = 10,
         budget: int = tools.DEFAULT_BUDGET,

@@ -53,7 +53,11 @@ def _search(paths: StatePaths, text: str, **kw: Any) -> list[Any]:
 
 
 def test_kinds_of_the_parser_are_the_index_kinds() -> None:
-    assert CLI_KINDS == search_index.KINDS
+    from typing import get_args
+
+    from summarizer.mcp.server import Kind
+
+    assert CLI_KINDS == search_index.KINDS == get_args(Kind)
 
 
 def test_prompts_commands_errors_and_agents_are_found(tmp_path: Path) -> None:
