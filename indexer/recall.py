@@ -5,7 +5,16 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from indexer.readonly import latest_session_with_agent
 from indexer.store import ENTRY_COLUMNS, StoredEntry, row_to_entry
+
+__all__ = [
+    "active_constraints",
+    "decisions",
+    "failures",
+    "latest_agent_entries",
+    "latest_session_with_agent",
+]
 
 
 def latest_agent_entries(

@@ -11,7 +11,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from indexer.readonly import connect_readonly, index_is_current
 
 SEARCH_VERSION = "2"
 _VERSION_KEY = "search.version"
@@ -155,12 +158,41 @@ def ensure(conn: sqlite3.Connection) -> bool:
 
 
 def rebuild(conn: sqlite3.Connection) -> int:
-    """Empty the search index and fill it again from entries and memory (in the caller's
-    transaction); return how many documents it holds."""
-    conn.execute("DELETE FROM search_mem")
-    conn.execute("DELETE FROM search")
-    _fill(conn)
-    return int(conn.execute("SELECT count(*) FROM search").fetchone()[0])
+    """Empty the search index and fill it again from entries and memory, in one transaction
+    (the caller holds the writer lock); return how many documents it holds."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM search_mem")
+        conn.execute("DELETE FROM search")
+        _fill(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return count_documents(conn)
+
+
+def open_current(index_db: Path, spool: Path) -> sqlite3.Connection | None:
+    """A read-only connection if the search index covers every event and memory item now:
+    every complete spool line indexed, the memory folded up to the last entry. Else None."""
+    conn = connect_readonly(index_db)
+    if conn is None:
+        return None
+    if has_search(conn) and index_is_current(conn, spool) and _memory_is_current(conn):
+        return conn
+    conn.close()
+    return None
+
+
+def open_readonly(index_db: Path) -> sqlite3.Connection | None:
+    """A read-only connection to the index (None if there is none, or of another schema)."""
+    return connect_readonly(index_db)
+
+
+def _memory_is_current(conn: sqlite3.Connection) -> bool:
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]
+    row = conn.execute("SELECT value FROM meta WHERE key='mem.watermark'").fetchone()
+    return int(row[0] if row and row[0] else 0) >= int(top)
 
 
 def _fill(conn: sqlite3.Connection) -> None:

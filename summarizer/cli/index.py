@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from indexer import search_index, store, views
+from indexer import store, views
+from indexer.search_index import rebuild as rebuild_search
 from indexer.writer import catch_up, writer_lock
 from summarizer.common.cliargs import state_paths
 
@@ -35,8 +36,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         conn = store.connect(paths.index_db)
         try:
             written = views.rebuild_all(conn, paths)
-            with store.transaction(conn):
-                documents = search_index.rebuild(conn)
+            documents = rebuild_search(conn)
         finally:
             conn.close()
     print(f"rebuilt the views: {written} lines; the search index: {documents} documents")

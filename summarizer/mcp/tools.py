@@ -14,7 +14,6 @@ from indexer import recall
 from indexer.config import load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
-from indexer.readonly import latest_session_with_agent
 from summarizer.common.tokens import get_counter
 from summarizer.resume.sessions import (
     list_sessions,
@@ -138,7 +137,7 @@ def agent_history_tool(
         if conn is None:
             return _NOTHING
         sid = resolve_session(conn, session).session_id if session else None
-        sid = sid or latest_session_with_agent(conn, agent)
+        sid = sid or recall.latest_session_with_agent(conn, agent)
         entries = recall.latest_agent_entries(conn, sid, agent, lines) if sid else []
     if not entries:
         return f"no entries of agent {agent!r}" + (f" in session {sid}" if sid else "")

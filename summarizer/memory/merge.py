@@ -7,8 +7,9 @@ import sqlite3
 from dataclasses import astuple
 from typing import Any, TypeVar
 
-from indexer import search_index, store
+from indexer import store
 from indexer.config import SummarizerConfig
+from indexer.search_index import index_memory
 from summarizer.common import text as tx
 from summarizer.memory import extract as ex
 from summarizer.memory.rank import rank_key, source_weight
@@ -351,7 +352,7 @@ class MemoryFold:
                 f"INSERT OR REPLACE INTO {table}({', '.join(cols)}) VALUES ({marks})",
                 [astuple(r) for r in rows],
             )
-            search_index.index_memory(self.conn, memory_docs(rows))
+            index_memory(self.conn, memory_docs(rows))
         self.conn.executemany(
             "INSERT OR IGNORE INTO mem_constraint_terms(term, id) VALUES (?, ?)", self._new_terms
         )

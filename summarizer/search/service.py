@@ -11,7 +11,6 @@ from typing import Any
 from indexer import search_index
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
-from indexer.readonly import connect_readonly, index_is_current
 from summarizer.search.query import SearchQueryError, parse_since, to_match
 
 __all__ = ["Filters", "SearchHit", "current_connection", "search", "validate"]
@@ -116,27 +115,17 @@ def current_connection(paths: StatePaths) -> sqlite3.Connection | None:
     """
     if not paths.root.is_dir():
         return None
-    conn = connect_readonly(paths.index_db)
-    if conn is not None and _is_current(conn, paths):
-        return conn
+    conn = search_index.open_current(paths.index_db, paths.spool)
     if conn is not None:
-        conn.close()
+        return conn
     from indexer.config import load_config  # only now: the catch-up loads msgspec and more
     from summarizer.memory.compact import compact_now
 
     compact_now(paths, load_config(paths.config), trigger="search")
-    conn = connect_readonly(paths.index_db)
+    conn = search_index.open_readonly(paths.index_db)
     if conn is not None and not search_index.has_search(conn):
         conn.close()
         raise CtxdError(
             "the running daemon predates search: restart it (`ctxd stop`, then `ctxd start`)"
         )
     return conn
-
-
-def _is_current(conn: sqlite3.Connection, paths: StatePaths) -> bool:
-    if not search_index.has_search(conn) or not index_is_current(conn, paths.spool):
-        return False
-    top = conn.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]
-    row = conn.execute("SELECT value FROM meta WHERE key='mem.watermark'").fetchone()
-    return int(row[0] if row and row[0] else 0) >= int(top)

@@ -139,8 +139,7 @@ def test_memory_items_are_searchable_and_follow_the_memory(tmp_path: Path) -> No
     conn = store.connect(paths.index_db)
     try:
         docs = search_index.count_documents(conn)
-        with store.transaction(conn):
-            assert search_index.rebuild(conn) == docs
+        assert search_index.rebuild(conn) == docs
     finally:
         conn.close()
 
