@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -38,14 +40,13 @@ sys.path.insert(0, str(REPO))
 from indexer import ingest_lines, spool, store  # noqa: E402
 from indexer.config import Config  # noqa: E402
 from indexer.hook import build_line  # noqa: E402
+from indexer.ingest import Ingestor  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from indexer.spool import repair_surrogates  # noqa: E402
 from indexer.writer import IndexWriter, open_writer  # noqa: E402
 from summarizer.cli.demo_session import demo_session  # noqa: E402
 
-CORPUS = (
-    Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus") / "hooks"
-)
+CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus") / "hooks"
 PER_SEGMENT = 50_000
 WINDOW = 100_000
 
@@ -230,6 +231,11 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="1,000,000 events (the goal's size)")
     parser.add_argument("--no-stages", action="store_true", help="no per-stage timers")
     parser.add_argument(
+        "--search-cost",
+        action="store_true",
+        help="also ingest without and with the search index, interleaved (its share of ingest)",
+    )
+    parser.add_argument(
         "--cache-kib", type=int, default=store.WRITER_CACHE_KIB, help="writer page cache"
     )
     args = parser.parse_args()
@@ -250,6 +256,7 @@ def main() -> None:
         pass_s, out = run_pass(paths, n, stages)
         bare2, _ = bare_decode(paths.spool)
         index_mb = paths.index_db.stat().st_size / 1e6
+        cost = _search_cost(paths, Path(tmp) / "cost", n) if args.search_cost else None
     bare_s = (bare1 + bare2) / 2
     bare_rate, rate = n / bare_s, n / pass_s
     print(f"bare msgspec.json.decode: {bare_rate:12,.0f} events/s  ({bare1:.2f} s, {bare2:.2f} s)")
@@ -259,6 +266,40 @@ def main() -> None:
         "  (goal >= 50,000/s and >= 0.2)"
     )
     print("\n".join(out))
+    if cost is not None:
+        no_search_s, search_s = cost
+        print(
+            f"search index cost (median of 2 interleaved runs each): ingest {n / search_s:,.0f}"
+            f" events/s with it, {n / no_search_s:,.0f} without: {search_s / no_search_s:.2f}x time"
+        )
+
+
+def _search_cost(done: StatePaths, root: Path, n: int, rounds: int = 2) -> tuple[float, float]:
+    """Ingest the same spool with and without the search index's trigger, interleaved
+    (fresh state each time); return the median seconds (without, with)."""
+    spool = root / "spool-kept"
+    spool.mkdir(parents=True)
+    for segment in done.spool.iterdir():
+        segment.rename(spool / segment.name)
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for r in range(rounds):
+        for with_search in (False, True):
+            paths = StatePaths(root / f"run{r}{int(with_search)}")
+            paths.ensure()
+            for segment in spool.iterdir():
+                shutil.copyfile(segment, paths.spool / segment.name)
+            conn = store.connect(paths.index_db)
+            if not with_search:
+                conn.execute("DROP TRIGGER search_entry_ai")
+            ingestor = Ingestor(paths, Config(), conn)
+            ingestor.keep_inserted = False
+            t0 = time.perf_counter()
+            stats = ingestor.run_once()
+            times[with_search].append(time.perf_counter() - t0)
+            assert stats.entries == n, stats.entries
+            conn.close()
+            shutil.rmtree(paths.root)
+    return statistics.median(times[False]), statistics.median(times[True])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from indexer import search_index
 from indexer.errors import IndexCorruptError
 from indexer.locks import lock_is_held
 from indexer.models import Entry
@@ -116,6 +117,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             # default keeps their hot pages in memory as history grows.
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             _migrate(conn)
+            search_index.ensure(conn)  # an older index gains its search index (backfilled)
         else:
             _check_version(conn, path)
     except sqlite3.DatabaseError as e:

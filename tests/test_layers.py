@@ -113,6 +113,8 @@ _RANK = {
     "handoff": 2,
     "daemon": 3,
     "view": 3,
+    "search": 3,
+    "mcp": 3,
     "cli": 4,
 }
 # The SessionStart branch of the hook imports the resume hook lazily (the one upward import).
@@ -274,6 +276,8 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer.paths",
         "indexer.purge",
         "indexer.query",
+        "indexer.recall",
+        "indexer.search_index",
         "indexer.session_query",
         "indexer.task_lookup",
         "indexer.transcript_import",

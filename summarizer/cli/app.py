@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "rebuild",
         "summarizer.cli.index:cmd_rebuild",
-        "regenerate every per-agent view from the index",
+        "regenerate every per-agent view and the search index from the index",
     )
     from summarizer.cli import parse_import
 
@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--include-metadata", action="store_true", help="include file metadata")
     from summarizer.cli import parse_memory as cli_memory
+    from summarizer.cli import parse_search as cli_search
     from summarizer.cli import parse_sessions as cli_sessions
     from summarizer.cli import parse_task as cli_task
     from summarizer.cli import view as cli_view
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_sessions.register(add)
     cli_task.register(add)
     cli_view.register(add)
+    cli_search.register(add)
     return parser
 
 

@@ -36,6 +36,7 @@ __all__ = ["ForgetReport", "cmd_forget", "forget"]
 # go whole (a failure seen in several sessions keeps the last session's id and goes with it).
 _SESSION_TABLES = (
     "entries",
+    "search_mem",  # its trigger takes the memory items out of the search index
     "sessions",
     "agents",
     "agent_aliases",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from indexer import history, rebuild_all
+from indexer.search_index import rebuild as rebuild_search
 from indexer.writer import catch_up, writer_lock
 from summarizer.common.cliargs import state_paths
 
@@ -28,14 +29,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    """Regenerate every view from the index."""
+    """Regenerate every view and the search index from the index."""
     paths = state_paths(args)
     catch_up(paths)
     with writer_lock(paths, wait_s=10.0):
         conn = history.connect(paths.index_db)
         try:
             written = rebuild_all(conn, paths)
+            documents = rebuild_search(conn)
         finally:
             conn.close()
-    print(f"rebuilt the views: {written} lines")
+    print(f"rebuilt the views: {written} lines; the search index: {documents} documents")
     return 0

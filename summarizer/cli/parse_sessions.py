@@ -55,13 +55,16 @@ def register(add: AddCommand) -> None:
     p = add(
         "init",
         "summarizer.cli.sessions:cmd_init",
-        "create .ctxd/ and install ctxd's hooks in .claude/settings.json",
+        "create .ctxd/, install ctxd's hooks in .claude/settings.json and its MCP server in"
+        " .mcp.json",
     )
     p.add_argument(
         "--user", action="store_true", help="install in ~/.claude/settings.json (every project)"
     )
     p.add_argument(
-        "--uninstall", action="store_true", help="remove exactly the hooks ctxd installed"
+        "--uninstall",
+        action="store_true",
+        help="remove exactly the hooks and the MCP server ctxd installed",
     )
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
 

@@ -158,6 +158,12 @@ def cmd_init(args: argparse.Namespace) -> int:
             print(f"  backup: {report.backup}")
     else:
         print(f"{report.path}: no change needed")
+    if not args.user:  # the MCP server is registered per project, in its .mcp.json
+        from summarizer.cli.mcp_config import register_mcp, unregister_mcp
+
+        change = unregister_mcp if args.uninstall else register_mcp
+        for line in change(root, dry_run=args.dry_run):
+            print(f"{line}{dry}")
     if args.uninstall:
         print(f"left {paths.root} and the .gitignore entry in place (your captured data)")
         return 0

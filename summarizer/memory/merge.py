@@ -9,9 +9,11 @@ from typing import Any, TypeVar
 
 from indexer import history
 from indexer.config import SummarizerConfig
+from indexer.search_index import index_memory
 from summarizer.common import text as tx
 from summarizer.memory import extract as ex
 from summarizer.memory.rank import rank_key, source_weight
+from summarizer.memory.search_docs import memory_docs
 from summarizer.memory.tables import TABLES, ConstraintRow, DecisionRow, FailureRow, columns
 
 # How far back (in entry ids) the edits that explain a fix are looked for: bounded, so the
@@ -345,6 +347,7 @@ class MemoryFold:
                 f"INSERT OR REPLACE INTO {table}({', '.join(cols)}) VALUES ({marks})",
                 [astuple(r) for r in rows],
             )
+            index_memory(self.conn, memory_docs(rows))
         self.conn.executemany(
             "INSERT OR IGNORE INTO mem_constraint_terms(term, id) VALUES (?, ?)", self._new_terms
         )

@@ -1,0 +1,46 @@
+"""`ctxd search`: find prompts, commands, errors, agent work and memory across sessions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from summarizer.common.cliargs import state_paths
+from summarizer.search.service import Filters, current_connection, search, validate
+
+__all__ = ["cmd_search"]
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """Print the best hits, best first (exit 0 with no hits too)."""
+    paths = state_paths(args)
+    filters = Filters(
+        session=args.session,
+        agent=args.agent,
+        kinds=tuple(args.kind or ()),
+        since=args.since,
+        limit=args.limit,
+    )
+    text = " ".join(args.query)
+    color = not args.json and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    mark = ("\033[1m", "\033[0m") if color else ("**", "**")
+    validate(text, filters)  # before any catch-up: a typo costs nothing
+    conn = current_connection(paths)
+    hits = []
+    if conn is not None:
+        try:
+            hits = search(conn, text, filters, mark=mark)
+        finally:
+            conn.close()
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
+        return 0
+    if not hits:
+        print(f"no matches for {text!r}", file=sys.stderr)
+        return 0
+    for h in hits:
+        snippet = " ".join(h.snippet.split())
+        print(f"{h.time}  {h.kind:<10} {h.session_id[:8]}  {h.agent_id or '-'}\n    {snippet}")
+    return 0

@@ -1,0 +1,88 @@
+"""`ctxd mcp`: the recall tools served over stdio with the official MCP SDK (imported here only)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from indexer.errors import CtxdError
+from indexer.paths import StatePaths
+from summarizer.mcp import tools
+from summarizer.search.service import Filters
+
+Kind = Literal["prompt", "tool", "error", "decision", "constraint", "failure", "summary", "agent"]
+# Descriptions stay short: Claude Code sends them with every request.
+_BUDGET = "budget: max tokens of the answer (default 2000)."
+
+
+def build_server(paths: StatePaths) -> MCPServer[Any]:
+    """An MCP server whose tools read the state directory `paths`."""
+    server: MCPServer[Any] = MCPServer("ctxd", instructions="Recall of past Claude Code sessions.")
+
+    def run(call: Any, *args: Any, **kwargs: Any) -> str:
+        try:
+            return str(call(paths, *args, **kwargs))
+        except CtxdError as e:  # a bad argument or state: the caller gets the one-line reason
+            raise ToolError(str(e)) from None
+
+    @server.tool(
+        structured_output=False,
+        description=f"Full-text search of past sessions (all words must match). {_BUDGET}",
+    )
+    def search(
+        query: str,
+        session: str | None = None,
+        agent: str | None = None,
+        kind: Kind | None = None,
+        since: str | None = None,
+        limit: int = 10,
+        budget: int = tools.DEFAULT_BUDGET,
+    ) -> str:
+        kinds = (kind,) if kind else ()
+        filters = Filters(session=session, agent=agent, kinds=kinds, since=since, limit=limit)
+        return run(tools.search_tool, query, filters, budget)
+
+    @server.tool(structured_output=False, description=f"Recent sessions, newest first. {_BUDGET}")
+    def sessions(limit: int = 20, budget: int = tools.DEFAULT_BUDGET) -> str:
+        return run(tools.sessions_tool, limit, budget)
+
+    @server.tool(
+        structured_output=False,
+        description=f"One session's resume package (id or prefix). {_BUDGET}",
+    )
+    def session(session: str, budget: int = tools.DEFAULT_BUDGET) -> str:
+        return run(tools.session_tool, session, budget)
+
+    @server.tool(
+        structured_output=False,
+        description=f"An agent's latest events ('main' = orchestrator). {_BUDGET}",
+    )
+    def agent_history(
+        agent_id: str,
+        session: str | None = None,
+        lines: int = 50,
+        budget: int = tools.DEFAULT_BUDGET,
+    ) -> str:
+        return run(tools.agent_history_tool, agent_id, session, lines, budget)
+
+    @server.tool(
+        structured_output=False,
+        description=f"Failures: unresolved, and resolved with their fix. {_BUDGET}",
+    )
+    def failures(session: str | None = None, budget: int = tools.DEFAULT_BUDGET) -> str:
+        return run(tools.failures_tool, session, budget)
+
+    @server.tool(
+        structured_output=False, description=f"Decisions and constraints in force. {_BUDGET}"
+    )
+    def decisions(budget: int = tools.DEFAULT_BUDGET) -> str:
+        return run(tools.decisions_tool, budget)
+
+    return server
+
+
+def serve(paths: StatePaths) -> None:
+    """Serve over stdin/stdout until the client closes the connection."""
+    build_server(paths).run("stdio")

@@ -1,0 +1,1 @@
+"""Search across sessions: query parsing, ranking and the current-index read path."""

@@ -1,0 +1,57 @@
+"""User search text -> a safe FTS5 expression; dates -> nanoseconds (pure)."""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+
+from indexer.errors import CtxdError
+
+# A word is what FTS5's unicode61 tokenizer keeps: letters, digits (and marks). Anything
+# else separates words, so only the words of the user's text reach FTS5, each quoted.
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+MAX_TERMS = 16
+_DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M")
+
+
+class SearchQueryError(CtxdError):
+    """The search text or a filter cannot be used (says what to type instead)."""
+
+
+def to_match(text: str) -> str:
+    """An FTS5 MATCH expression finding documents with every word of `text`.
+
+    FTS5 syntax in the text (quotes, `AND`, `NEAR`, `col:`, parentheses) is taken literally:
+    every token becomes a quoted phrase of its words, so no user text makes it invalid.
+    `word*` keeps its meaning of a prefix search.
+    """
+    terms: list[str] = []
+    words = 0
+    for raw in text.split():
+        found = _WORD.findall(raw)
+        if not found:
+            continue
+        words += len(found)
+        # One whitespace-separated token is one phrase: `src/app.py` finds those words in a row.
+        terms.append('"' + " ".join(found) + '"' + ("*" if raw.endswith("*") else ""))
+    if not terms:
+        raise SearchQueryError(
+            f"nothing to search for in {text!r}: give at least one word of letters or digits"
+        )
+    if words > MAX_TERMS:
+        raise SearchQueryError(f"too many words ({words}); give at most {MAX_TERMS}")
+    return " ".join(terms)
+
+
+def parse_since(text: str) -> int:
+    """A UTC date or date-time (YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS], optional Z) in ns."""
+    value = text.strip().removesuffix("Z")
+    for fmt in _DATE_FORMATS:
+        try:
+            return calendar.timegm(time.strptime(value, fmt)) * 1_000_000_000
+        except ValueError:
+            continue
+    raise SearchQueryError(
+        f"--since {text!r} is not a date; use YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)"
+    )

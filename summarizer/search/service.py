@@ -1,0 +1,131 @@
+"""Search the index: a current read-only connection, filters, and hits ready to print."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from indexer import search_index
+from indexer.errors import CtxdError
+from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
+from summarizer.search.query import SearchQueryError, parse_since, to_match
+
+__all__ = ["Filters", "SearchHit", "current_connection", "search", "validate"]
+
+KINDS = search_index.KINDS
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 10
+# Recency halves a document's boost every week; bm25 picks this many candidates to re-rank.
+HALF_LIFE_H = 168.0
+CANDIDATES = 200
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What `ctxd search` and the MCP `search` tool may narrow a search by."""
+
+    session: str | None = None
+    agent: str | None = None
+    kinds: tuple[str, ...] = ()
+    since: str | None = None
+    limit: int = DEFAULT_LIMIT
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One hit: where it comes from, when (ISO-8601 UTC) and a snippet with the match marked."""
+
+    kind: str
+    session_id: str
+    agent_id: str
+    time: str
+    snippet: str
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def search(
+    conn: sqlite3.Connection,
+    text: str,
+    filters: Filters,
+    *,
+    now_ns: int | None = None,
+    mark: tuple[str, str] = ("**", "**"),
+) -> list[SearchHit]:
+    """The best hits for `text`, newest first among equals. Raises SearchQueryError."""
+    match = validate(text, filters)
+    since_ns = parse_since(filters.since) if filters.since else None
+    try:
+        hits = search_index.query(
+            conn,
+            match,
+            now_ns=now_ns if now_ns is not None else time.time_ns(),
+            half_life_h=HALF_LIFE_H,
+            limit=filters.limit,
+            candidates=max(CANDIDATES, filters.limit),
+            session_prefix=filters.session,
+            agent_id=filters.agent.lower() if filters.agent else None,
+            kinds=filters.kinds,
+            since_ns=since_ns,
+            mark=mark,
+        )
+    except sqlite3.OperationalError as e:  # the quoting above should make this unreachable
+        raise SearchQueryError(f"cannot search for {text!r}: {e}") from e
+    return [
+        SearchHit(h.kind, h.session_id, h.agent_id, iso_utc(h.ts_ns), h.snippet, round(h.score, 3))
+        for h in hits
+    ]
+
+
+def validate(text: str, filters: Filters) -> str:
+    """The FTS5 expression of `text` once it and the filters are usable; else SearchQueryError."""
+    if not 1 <= filters.limit <= MAX_LIMIT:
+        raise SearchQueryError(f"--limit must be between 1 and {MAX_LIMIT}")
+    for kind in filters.kinds:
+        if kind not in KINDS:
+            raise SearchQueryError(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+    if filters.session is not None and not (
+        filters.session and is_valid_session_id(filters.session)
+    ):
+        raise SearchQueryError("invalid session id (give the id or a prefix of it)")
+    if filters.agent is not None and not is_valid_view_name(filters.agent.lower()):
+        raise SearchQueryError(
+            "invalid agent id (letters, digits, '-' and '_'; 'main' is the orchestrator)"
+        )
+    if filters.since:
+        parse_since(filters.since)
+    return to_match(text)
+
+
+def iso_utc(ts_ns: int) -> str:
+    """`ts_ns` as ISO-8601 UTC to the second (`2026-11-25T14:19:30Z`)."""
+    return datetime.fromtimestamp(ts_ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def current_connection(paths: StatePaths) -> sqlite3.Connection | None:
+    """A read-only connection to an index whose entries and memory cover the spool.
+
+    None when there is no state at all (a read command creates none). The fast path only
+    checks; when something is new, the index and the memory are brought up to date first.
+    """
+    if not paths.root.is_dir():
+        return None
+    conn = search_index.open_current(paths.index_db, paths.spool)
+    if conn is not None:
+        return conn
+    from indexer.config import load_config  # only now: the catch-up loads msgspec and more
+    from summarizer.memory.compact import compact_now
+
+    compact_now(paths, load_config(paths.config), trigger="search")
+    conn = search_index.open_readonly(paths.index_db)
+    if conn is not None and not search_index.has_search(conn):
+        conn.close()
+        raise CtxdError(
+            "the running daemon predates search: restart it (`ctxd stop`, then `ctxd start`)"
+        )
+    return conn
