@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
+    from indexer.redact import redact_text
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
     from indexer.secret_scan import find_secrets
     from indexer.spool import is_segment_name
@@ -98,6 +99,7 @@ _EXPORTS = {
     "lag": "indexer.writer",
     "IndexWriter": "indexer.writer",
     "find_secrets": "indexer.secret_scan",
+    "redact_text": "indexer.redact",
     "LARGE_PASS_LINES": "indexer.release",
     "unread_bytes": "indexer.spool_changes",
     "WRITER_CACHE_KIB": "indexer.store",
@@ -145,6 +147,7 @@ __all__ = [
     "prune_quarantine",
     "prune_spool",
     "rebuild_all",
+    "redact_text",
     "release_memory",
     "resolve_state_paths",
     "snapshot",

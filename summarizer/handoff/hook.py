@@ -58,8 +58,13 @@ def agent_stopped(payload: bytes, base: str) -> None:
 
     event = loads(payload)
     marker = claimed_by(base, str(event.get("session_id", "")), str(event.get("agent_id", "")))
-    if marker is None:
+    if marker is None or not marker.get("name"):
         return
+    outcome = event.get("last_assistant_message")
+    if isinstance(outcome, str) and outcome:
+        from indexer import redact_text  # stored outside the spool: redacted, like the index
+
+        event["last_assistant_message"] = redact_text(outcome)
     called_ns = marker.get("called_ns")
     started = called_ns if isinstance(called_ns, int) else 0
     from summarizer.resume.hook_settings import read_settings

@@ -43,7 +43,17 @@ def agent_call(payload: bytes, base: str, max_tokens: int | None = None) -> None
     text = compose(base, names, max_tokens)
     session_id = str(event.get("session_id", ""))
     tool_use_id = str(event.get("tool_use_id", ""))
-    put(base, session_id, agent_type, tool_use_id, text, names.agent_id or "", prompt[:2000])
+    # The instruction is kept only for a named agent's account, and redacted like everything
+    # ctxd stores outside the spool (a prompt may carry a secret; redaction costs tens of ms,
+    # so unnamed agents skip it).
+    instruction = _redacted(prompt)[:2000] if names.agent_id else ""
+    put(base, session_id, agent_type, tool_use_id, text, names.agent_id or "", instruction)
+
+
+def _redacted(text: str) -> str:
+    from indexer import redact_text
+
+    return redact_text(text)
 
 
 def compose(base: str, names: Names, max_tokens: int = MAX_TOKENS) -> str:

@@ -307,3 +307,34 @@ def test_the_hook_branches_load_no_heavy_module(tmp_path: Path) -> None:
     )
     assert out.stdout.splitlines()[-1] == "[]", out.stdout
     assert (state / "handoff" / "sessions" / SID2).is_dir()
+
+
+def test_a_secret_in_a_named_agents_prompt_or_outcome_is_never_kept_or_handed_over(
+    tmp_path: Path,
+) -> None:
+    # The queue and the accounts live outside the spool, so they hold only redacted text.
+    state = tmp_path / "state"
+    key = "AKIA" + "Q7XW2ZK5JH3MN4PB"  # an AWS access key id shape, split so no scanner trips
+    _agent_call(state, f"AgentId: deployer-1\nDeploy with {key} now.", "general-purpose", "tu_1")
+    assert _subagent_start(state, "general-purpose", "a00000000000000a") == ""  # never ran
+    stop = payload(
+        session_id=SID2,
+        hook_event_name="SubagentStop",
+        agent_id="a00000000000000a",
+        agent_type="general-purpose",
+        last_assistant_message=f"Deployed; the key {key} worked.",
+    )
+    assert run_hook(stop, hook_env(state)).returncode == 0
+    account = (state / "handoff" / "agents" / "deployer-1.md").read_text()
+    assert "Deploy with" in account and "[REDACTED" in account
+    _agent_call(state, "AgentId: deployer-1\nAgain.", "general-purpose", "tu_2")
+    handed = _subagent_start(state, "general-purpose", "a00000000000000b")
+    assert "Deployed; the key" in handed and key not in handed
+    outside_spool = [
+        p
+        for p in state.rglob("*")
+        if p.is_file()
+        and "spool" not in p.relative_to(state).parts
+        and key.encode() in p.read_bytes()
+    ]
+    assert outside_spool == []
