@@ -53,6 +53,14 @@ def register(add: AddCommand) -> None:
     )
 
     p = add(
+        "agents",
+        "summarizer.cli.agents:cmd_agents",
+        "list a session's agents: type, status, first instruction, events and failures",
+    )
+    p.add_argument("session", help="session id, a unique prefix of it, or its start stamp")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = add(
         "init",
         "summarizer.cli.sessions:cmd_init",
         "create .ctxd/ and install ctxd's hooks in .claude/settings.json",

@@ -1,0 +1,100 @@
+"""A progress bar on stderr for catch-ups that last more than a second (terminal only)."""
+
+# The bar watches the index from a thread (bytes of spool indexed so far), so the catch-up
+# code knows nothing about it; rich is imported only once the work has lasted a second, so a
+# quick command never loads it, and the hook and the SessionStart path never import this.
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from types import TracebackType
+from typing import Any
+
+from indexer.cli_queries import indexed_offsets
+from indexer.paths import StatePaths
+from indexer.readonly import connect_readonly, spool_sizes
+from summarizer.cli.colour import use_colour
+
+__all__ = ["CatchUpProgress", "spool_behind"]
+
+
+def _delay() -> float:
+    # CTXD_PROGRESS_AFTER_S lets the tests show the bar on a small backlog.
+    try:
+        return float(os.environ.get("CTXD_PROGRESS_AFTER_S", "1.0"))
+    except ValueError:
+        return 1.0
+
+
+def spool_behind(paths: StatePaths) -> int:
+    """Bytes of spool not yet indexed."""
+    conn = connect_readonly(paths.index_db)
+    offsets: dict[str, int] = {}
+    if conn is not None:
+        try:
+            offsets = indexed_offsets(conn)
+        except Exception:  # the writer may be creating the tables right now
+            offsets = {}
+        finally:
+            conn.close()
+    sizes = spool_sizes(paths.spool)
+    return sum(max(0, size - offsets.get(name, 0)) for name, size in sizes.items())
+
+
+class CatchUpProgress:
+    """Shows 'catching up the index' with a bar over the spool bytes, after a second."""
+
+    def __init__(self, paths: StatePaths, command: str) -> None:
+        self.paths, self.command = paths, command
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> CatchUpProgress:
+        if sys.stderr.isatty():
+            self._thread = threading.Thread(target=self._run, name="ctxd-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        if self._stop.wait(_delay()):
+            return
+        try:
+            total = spool_behind(self.paths)
+            if total > 0:
+                self._show(total)
+        except Exception:  # a progress bar must never break the command
+            return
+
+    def _show(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        console = Console(stderr=True, no_color=not use_colour(sys.stderr))
+        columns: list[Any] = [
+            TextColumn(f"ctxd {self.command}: catching up the index"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeElapsedColumn(),
+        ]
+        with Progress(*columns, console=console, transient=True, redirect_stdout=False) as bar:
+            task = bar.add_task("catch-up", total=total)
+            while not self._stop.wait(0.2):
+                left = spool_behind(self.paths)
+                bar.update(task, completed=max(0, total - left))
+                if left == 0:
+                    break

@@ -1,0 +1,66 @@
+"""Did-you-mean for argparse errors: unknown commands and options get the closest known name."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+
+__all__ = ["with_suggestion"]
+
+_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from .*\)$")
+_UNKNOWN = re.compile(r"unrecognized arguments: (.*)$")
+
+
+def _closest(word: str, names: list[str]) -> str | None:
+    found = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    return [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
+
+
+def with_suggestion(
+    parser: argparse.ArgumentParser, message: str, argv: list[str]
+) -> tuple[str, str]:
+    """`message` rewritten to name the unknown word once and, when one is close, the fix;
+    and the `prog` whose --help explains the arguments."""
+    m = _CHOICE.search(message)
+    if m:
+        word = m.group(1)
+        # The argparse message lists every choice; the help lists them better.
+        head = message[: m.start()].replace("argument COMMAND: ", "")
+        choices = _choices(parser, message)
+        best = _closest(word, choices)
+        hint = f"; did you mean `{best}`?" if best else ""
+        kind = "command" if "COMMAND" in message else "value"
+        return f"{head}unknown {kind} '{word}'{hint}", parser.prog
+    m = _UNKNOWN.search(message)
+    if m:
+        words = m.group(1).split()
+        target = _subparser_for(parser, argv) or parser
+        options = _options(target)
+        hints = [f"`{b}`" for w in words if w.startswith("-") for b in [_closest(w, options)] if b]
+        hint = f"; did you mean {', '.join(hints)}?" if hints else ""
+        plural = "s" if len(words) > 1 else ""
+        return f"unknown argument{plural} {' '.join(words)}{hint}", target.prog
+    return message, parser.prog
+
+
+def _choices(parser: argparse.ArgumentParser, message: str) -> list[str]:
+    inside = message[message.rfind("(choose from ") + len("(choose from ") : -1]
+    return [c.strip().strip("'") for c in inside.split(",")]
+
+
+def _subparser_for(
+    parser: argparse.ArgumentParser, argv: list[str]
+) -> argparse.ArgumentParser | None:
+    """The subcommand's parser, where an unknown option of `ctxd status --jsn` belongs."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for word in argv:
+                if word in action.choices:
+                    sub: argparse.ArgumentParser = action.choices[word]
+                    return sub
+    return None
