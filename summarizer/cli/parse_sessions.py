@@ -62,14 +62,23 @@ def register(add: AddCommand) -> None:
 
     p = add(
         "init",
-        "summarizer.cli.sessions:cmd_init",
-        "create .ctxd/ and install ctxd's hooks in .claude/settings.json",
+        "summarizer.cli.init_cmd:cmd_init",
+        "create .ctxd/ and install ctxd's hooks in .claude/settings.local.json (this machine)",
     )
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--shared",
+        action="store_true",
+        help="install a portable command (`ctxd-hook` on PATH) in .claude/settings.json, the"
+        " file teams commit",
+    )
+    where.add_argument(
         "--user", action="store_true", help="install in ~/.claude/settings.json (every project)"
     )
     p.add_argument(
-        "--uninstall", action="store_true", help="remove exactly the hooks ctxd installed"
+        "--uninstall",
+        action="store_true",
+        help="stop the daemon and remove what ctxd added (hooks, files it created, its backups)",
     )
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
 
