@@ -142,3 +142,15 @@ def test_uninstall_stops_the_daemon_and_removes_only_what_ctxd_made(tmp_path: Pa
     assert changed(project) == {".gitignore"}
     assert (project / ".ctxd").is_dir()  # the captured data stays, and it says so
     assert "kept" in out and ".ctxd" in out
+
+
+def test_init_adds_no_hooks_when_the_plugin_is_enabled(tmp_path: Path) -> None:
+    project = team_project(tmp_path)
+    user_settings = tmp_path / "home" / ".claude" / "settings.json"
+    user_settings.parent.mkdir(parents=True)
+    user_settings.write_text(json.dumps({"enabledPlugins": {"ctxd@ctxd": True}}))
+    out = init(project).stdout
+    assert "come from the Claude Code plugin ctxd@ctxd" in out
+    assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.json"]
+    assert changed(project) == {".gitignore"}
+    assert (project / ".gitignore").read_text() == ".ctxd/\n"  # the captured data stays out
