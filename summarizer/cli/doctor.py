@@ -55,9 +55,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([asdict(c) for c in checks], indent=2))
     else:
+        from summarizer.cli.colour import paint
+
+        colours = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
         for c in checks:
             fix = f"\n      fix: {c.fix}" if c.fix and c.status != "OK" else ""
-            print(f"{c.status:<4}  {c.name}: {c.detail}{fix}")
+            status = paint(f"{c.status:<4}", colours.get(c.status, "bold"))
+            print(f"{status}  {c.name}: {c.detail}{fix}")
     return 1 if any(c.status == "FAIL" for c in checks) else 0
 
 

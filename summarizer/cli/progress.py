@@ -71,8 +71,22 @@ class CatchUpProgress:
             total = spool_behind(self.paths)
             if total > 0:
                 self._show(total)
+            if self.command == "rebuild" and not self._stop.is_set():
+                self._spin("rewriting the views")
         except Exception:  # a progress bar must never break the command
             return
+
+    def _spin(self, what: str) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        console = Console(stderr=True, no_color=not use_colour(sys.stderr))
+        columns = (SpinnerColumn(), TextColumn(f"ctxd {self.command}: {what}"), TimeElapsedColumn())
+        # stdout stays where it is: when it is piped, the command's output must not move to
+        # the terminal.
+        with Progress(*columns, console=console, transient=True, redirect_stdout=False) as bar:
+            bar.add_task(what, total=None)
+            self._stop.wait()
 
     def _show(self, total: int) -> None:
         from rich.console import Console

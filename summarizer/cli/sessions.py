@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from indexer import store
 from indexer.config import load_config
@@ -82,10 +83,24 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if package is None:
         return _preview(paths.root, info.session_id, args.source, args.transcript)
     if args.json:
-        print(json.dumps(package, indent=2, ensure_ascii=False))
+        print(json.dumps(_iso_times(package), indent=2, ensure_ascii=False))
     else:
         print(render_package(package), end="")
     return 0
+
+
+def _iso_times(package: dict[str, Any]) -> dict[str, Any]:
+    """The package with the saved state's nanosecond stamp as ISO-8601 UTC, like every other
+    time ctxd prints in JSON."""
+    saved = package.get("resume_state")
+    if not isinstance(saved, dict) or not isinstance(saved.get("covers_ns"), int):
+        return package
+    from indexer.views import iso_utc
+
+    saved = {k: v for k, v in saved.items() if k != "covers_ns"}
+    covers = package["resume_state"]["covers_ns"]
+    saved["covers"] = iso_utc(covers) if covers else None
+    return {**package, "resume_state": saved}
 
 
 def _preview(state_dir: Path, session_id: str, source: str, transcript: str | None) -> int:

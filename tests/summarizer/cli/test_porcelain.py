@@ -214,3 +214,33 @@ def test_a_quick_read_command_does_not_load_rich(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert not re.search(r"\|\s+rich\b", proc.stderr)
+
+
+def _epoch_like(value: object, where: str = "") -> list[str]:
+    """Paths of numbers that look like epoch seconds, milliseconds or nanoseconds."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _epoch_like(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _epoch_like(v, f"{where}[{i}]")]
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 1e9:
+        return [f"{where}={value}"]
+    return []
+
+
+def test_json_outputs_carry_iso_times_only(tmp_path: Path) -> None:
+    from tests.helpers import poll
+
+    state = tmp_path / "state"
+    feed_fixture(state)
+    pre_compact = payload(session_id=S1, hook_event_name="PreCompact", trigger="manual")
+    assert run_hook(pre_compact, hook_env(state)).returncode == 0
+    saved = state / "resume" / S1 / "precompact_state.json"
+    poll(saved.exists, timeout=120)  # built by the detached builder the hook starts
+    for args in (("status", "--json"), ("sessions", "--json"), ("agents", S1, "--json"),
+                 ("resume", S1, "--json")):  # fmt: skip
+        proc = run_cli(*args, state_dir=state)
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        assert _epoch_like(out) == [], args
+    resume = json.loads(run_cli("resume", S1, "--json", state_dir=state).stdout)
+    assert ISO.match(resume["resume_state"]["covers"])

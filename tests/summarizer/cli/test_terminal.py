@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, writer_lock
+from indexer.writer import catch_up, open_writer, writer_lock
 from tests.helpers import REPO, clean_env, payload, poll
 
 
@@ -80,7 +80,14 @@ def test_a_catch_up_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     with writer_lock(paths):
         term = Terminal("ingest", env=env, cwd=tmp_path)
         poll(lambda: b"ctxd ingest: catching up the index" in term.screen, timeout=60)
-    catch_up(paths)
+        # Still holding the lock (as the daemon would): index everything.
+        writer = open_writer(paths)
+        try:
+            writer.start()
+            while writer.pass_once().lines:
+                pass
+        finally:
+            writer.close()
     code, screen = term.wait()
     assert code == 0, screen
     assert b"the daemon holds the index; it is caught up" in screen, screen
@@ -99,3 +106,15 @@ def test_no_progress_when_piped(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert len(json.loads(proc.stdout)) == 1
+
+
+def test_a_rebuild_shows_it_is_working_on_a_terminal(tmp_path: Path) -> None:
+    paths = StatePaths(tmp_path / "state")
+    write_backlog(paths, 200)
+    catch_up(paths)
+    env = clean_env(CTXD_HOME=str(paths.root), CTXD_PROGRESS_AFTER_S="0")
+    with writer_lock(paths):  # the rebuild waits for the index while the spinner turns
+        term = Terminal("rebuild", env=env, cwd=tmp_path)
+        poll(lambda: b"ctxd rebuild: rewriting the views" in term.screen, timeout=60)
+    code, screen = term.wait()
+    assert code == 0 and b"rebuilt the views: " in screen, screen
