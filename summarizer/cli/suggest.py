@@ -10,6 +10,7 @@ __all__ = ["with_suggestion"]
 
 _CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from .*\)$")
 _UNKNOWN = re.compile(r"unrecognized arguments: (.*)$")
+_NUMBER = re.compile(r"invalid (int|float) value: ('.*')$")
 
 
 def _closest(word: str, names: list[str]) -> str | None:
@@ -34,8 +35,15 @@ def with_suggestion(
         choices = _choices(parser, message)
         best = _closest(word, choices)
         hint = f"; did you mean `{best}`?" if best else ""
-        kind = "command" if "COMMAND" in message else "value"
-        return f"{head}unknown {kind} '{word}'{hint}", parser.prog
+        if "COMMAND" in message:  # the help lists the commands, grouped
+            return f"{head}unknown command '{word}'{hint}", parser.prog
+        if not best:
+            hint = f"; use one of {', '.join(choices)}"
+        return f"{head}unknown value '{word}'{hint}", parser.prog
+    m = _NUMBER.search(message)
+    if m:
+        what = "a whole number" if m.group(1) == "int" else "a number"
+        return f"{message[: m.start()]}expected {what}, got {m.group(2)}", parser.prog
     m = _UNKNOWN.search(message)
     if m:
         words = m.group(1).split()

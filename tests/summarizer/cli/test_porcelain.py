@@ -44,6 +44,10 @@ def test_version() -> None:
         (("status", "--jsn"), ("did you mean `--json`?", "`ctxd status --help`")),
         (("read", "--agent-id", "main", "--lnes", "3"), ("did you mean `--lines`?",)),
         (("zzzzzz",), ("unknown command 'zzzzzz'",)),
+        (("read", "--agent-id", "main", "--format", "jsn"), ("did you mean `json`?",)),
+        (("read", "--agent-id", "main", "--format", "xml"), ("use one of json, text",)),
+        (("emit", "decisoin", "x"), ("did you mean `decision`?", "`ctxd emit --help`")),
+        (("sessions", "--limit", "x"), ("expected a whole number, got 'x'",)),
     ],
 )
 def test_unknown_commands_and_options_suggest_the_closest(
