@@ -133,6 +133,8 @@ def _show(report: InstallReport, dry_run: bool, with_backup: bool = True) -> Non
             print(f"  backup of the previous version: {report.backup}")
     elif report.path.exists():
         print(f"{report.path}: no change needed")
+    else:
+        print(f"{report.path}: not there; nothing to remove")
 
 
 def _uninstall(paths: StatePaths, targets: list[Path], dry_run: bool) -> int:
@@ -158,10 +160,11 @@ def _uninstall(paths: StatePaths, targets: list[Path], dry_run: bool) -> int:
         if _created(paths, claude) and claude.is_dir() and not any(claude.iterdir()):
             claude.rmdir()
             print(f"removed {claude} (ctxd created it; it is empty now)")
-    print(
-        f"kept {paths.root} (the captured sessions; delete it to remove them) and the "
-        ".gitignore entries"
-    )
+    if paths.root.is_dir():
+        print(
+            f"kept {paths.root} (the captured sessions; delete it to remove them) and the "
+            ".gitignore entries"
+        )
     return 0
 
 
