@@ -19,6 +19,7 @@ from indexer.errors import CtxdError
 from indexer.hook import HOOK_FAILURES, failure_count
 from indexer.paths import StatePaths
 from indexer.writer import is_locked, lag
+from summarizer.cli.plugin_state import enabled_plugin
 from summarizer.cli.status import daemon_info
 from summarizer.common.cliargs import state_paths
 
@@ -106,6 +107,18 @@ def _check_hooks(paths: StatePaths) -> Check:
                         found.setdefault(event, path)
                         broken.extend(_missing_programs(h))
     init = "run `ctxd init` (or `ctxd init --user` for every project)"
+    plugin = enabled_plugin(project_root(paths))
+    if plugin and found:
+        where = ", ".join(sorted({str(p) for p in found.values()}))
+        return Check(
+            "WARN",
+            "hooks",
+            f"the Claude Code plugin {plugin} and {where} both run ctxd's hook: every event "
+            "is recorded twice",
+            "run `ctxd init --uninstall` to keep only the plugin",
+        )
+    if plugin:
+        return Check("OK", "hooks", f"recorded by the Claude Code plugin {plugin}")
     if not found:
         return Check("FAIL", "hooks", "ctxd's hooks are not installed", init)
     if broken:

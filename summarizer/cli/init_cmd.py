@@ -26,6 +26,7 @@ from summarizer.cli.install import (
     install,
     uninstall,
 )
+from summarizer.cli.plugin_state import enabled_plugin
 from summarizer.common.cliargs import state_paths
 
 __all__ = ["PORTABLE_HOOK", "cmd_init"]
@@ -54,7 +55,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         else:
             target, other, command = local, shared, default_hook_command()
         _create_state_dir(paths, args.dry_run)
-        plugin = _enabled_plugin(root)
+        plugin = enabled_plugin(root)
         if plugin and not args.user and not args.shared:
             print(f"ctxd's hooks come from the Claude Code plugin {plugin}; no hooks added")
             target, other = shared, None
@@ -99,24 +100,6 @@ def _has_portable_hooks(settings: Path) -> bool:
         for group in group_list if isinstance(group, dict)
         for h in group.get("hooks", []) or []
     )  # fmt: skip
-
-
-def _enabled_plugin(root: Path) -> str:
-    """The id of an enabled ctxd plugin (`ctxd@…`) in the user's or the project's settings."""
-    for settings in (
-        Path.home() / ".claude" / "settings.json",
-        root / ".claude" / "settings.json",
-        root / ".claude" / "settings.local.json",
-    ):
-        try:
-            enabled = json.loads(settings.read_bytes()).get("enabledPlugins", {})
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(enabled, dict):
-            for plugin_id, on in enabled.items():
-                if str(plugin_id).startswith("ctxd@") and on is True:
-                    return str(plugin_id)
-    return ""
 
 
 def _show(report: InstallReport, dry_run: bool, with_backup: bool = True) -> None:

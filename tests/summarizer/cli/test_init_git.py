@@ -154,3 +154,14 @@ def test_init_adds_no_hooks_when_the_plugin_is_enabled(tmp_path: Path) -> None:
     assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.json"]
     assert changed(project) == {".gitignore"}
     assert (project / ".gitignore").read_text() == ".ctxd/\n"  # the captured data stays out
+    env = clean_env(HOME=str(tmp_path / "home"))
+    checks = {
+        c["name"]: c for c in json.loads(run_cli("doctor", "--json", cwd=project, env=env).stdout)
+    }
+    assert checks["hooks"]["status"] == "OK" and "plugin ctxd@ctxd" in checks["hooks"]["detail"]
+    # Hooks from `ctxd init --shared` as well: doctor says every event is recorded twice.
+    init(project, "--shared")
+    checks = {
+        c["name"]: c for c in json.loads(run_cli("doctor", "--json", cwd=project, env=env).stdout)
+    }
+    assert checks["hooks"]["status"] == "WARN" and "twice" in checks["hooks"]["detail"]
