@@ -55,6 +55,7 @@ def installed_python() -> str:
 
 def session_start(payload: bytes, base: str) -> str:
     """The SessionStart output: from the installed ctxd, else the install hint (once)."""
+    ignore_in_git(base)
     python = installed_python()
     if not python:
         return install_hint(base)
@@ -87,6 +88,23 @@ def pre_compact(payload: bytes, base: str) -> None:
         )
     except (OSError, subprocess.SubprocessError):
         pass
+
+
+def ignore_in_git(base: str) -> None:
+    """Put a `.gitignore` of `*` in the state dir: with the plugin, no `ctxd init` adds
+    `.ctxd/` to the project's .gitignore, and captured sessions must not get committed."""
+    try:
+        fd = os.open(
+            os.path.join(base, ".gitignore"),
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+        )
+    except OSError:  # already there (or not writable: the spool write said so already)
+        return
+    try:
+        os.write(fd, b"# written by ctxd: nothing in this folder belongs in git\n*\n")
+    finally:
+        os.close(fd)
 
 
 def install_hint(base: str) -> str:

@@ -63,6 +63,7 @@ def test_plugin_hook_records_and_gives_the_install_hint_once(tmp_path: Path) -> 
     root = _plugin_copy(tmp_path / "plugin")
     project = tmp_path / "proj"
     project.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     start = payload(session_id="s-1", hook_event_name="SessionStart", source="startup")
     first = _hook(root, project, start, "/usr/bin:/bin")
     assert first.returncode == 0 and first.stderr == b""
@@ -77,6 +78,15 @@ def test_plugin_hook_records_and_gives_the_install_hint_once(tmp_path: Path) -> 
     lines = b"".join(p.read_bytes() for p in (project / ".ctxd" / "spool").glob("*.jsonl"))
     events = [json.loads(line)["event"]["hook_event_name"] for line in lines.splitlines()]
     assert events == ["SessionStart", "SessionStart", "UserPromptSubmit"]
+    # No `ctxd init` put .ctxd/ in .gitignore: the state dir ignores itself.
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert status.stdout == ""
 
 
 def test_plugin_hook_hands_session_start_to_the_installed_command(tmp_path: Path) -> None:
