@@ -130,8 +130,15 @@ def _version() -> str:
 
     try:
         return version(DISTRIBUTION)
-    except PackageNotFoundError:
-        return "(not installed)"
+    except PackageNotFoundError:  # run from a checkout that was not installed
+        import tomllib
+        from pathlib import Path
+
+        try:
+            pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+            return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+        except (OSError, KeyError, ValueError):
+            return "(unknown version)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
