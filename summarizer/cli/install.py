@@ -92,7 +92,9 @@ def default_hook_command() -> HookCommand:
     """This interpreter running `indexer/hook.py` as a script (`-I -S`: no site, fast start)."""
     found = importlib.util.find_spec("indexer.hook")
     if found is None or found.origin is None:
-        raise RuntimeError("indexer.hook is not importable; reinstall ctxd")
+        raise RuntimeError(
+            "indexer.hook is not importable; reinstall ctxd (pipx install --force ctxd-claude)"
+        )
     # abspath, not resolve: the venv's python symlink is what identifies the installation.
     return HookCommand((os.path.abspath(sys.executable), "-I", "-S", os.path.abspath(found.origin)))
 
