@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -89,6 +90,17 @@ def _readme_rows(command: str) -> str:
     return "\n".join(r for r in rows if re.search(rf"`ctxd {command}\b", r.split(" | ")[0]))
 
 
+def _nested_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The options of a command's own subcommands (`ctxd task init --task-file`)."""
+    found: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= {o for a in sub._actions for o in a.option_strings}
+                found |= _nested_options(sub)
+    return found
+
+
 def test_every_option_of_every_command_is_in_its_readme_row() -> None:
     parser = build_parser()
     [action] = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
@@ -96,10 +108,11 @@ def test_every_option_of_every_command_is_in_its_readme_row() -> None:
     for name, sub in action.choices.items():
         rows = _readme_rows(name)
         assert rows, f"no README row for ctxd {name}"
-        known = {o for a in sub._actions for o in a.option_strings}
-        for option in known - {"-h", "--help", "--state-dir"}:
+        own = {o for a in sub._actions for o in a.option_strings}
+        for option in own - {"-h", "--help", "--state-dir"}:
             if option.startswith("--") and option not in rows:
                 missing.append(f"ctxd {name} {option}")
+        known = own | _nested_options(sub)
         for row in rows.splitlines():
             # "`ctxd start` / `ctxd stop [--timeout S]`": each command's own part of the cell
             for part in row.split(" | ")[0].split("` / `"):

@@ -7,9 +7,9 @@ import argparse
 __all__ = ["GROUPS", "grouped_commands"]
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("set up", ("demo", "init", "start", "stop", "doctor")),
+    ("set up", ("demo", "init", "import", "start", "stop", "doctor")),
     ("look", ("status", "sessions", "agents", "read", "resume", "view")),
-    ("memory", ("inject", "emit", "compact", "forget")),
+    ("memory", ("inject", "emit", "compact", "task", "forget")),
     ("maintenance", ("ingest", "rebuild", "run")),
 )
 

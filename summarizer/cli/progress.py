@@ -1,7 +1,7 @@
 """A progress bar on stderr for catch-ups that last more than a second (terminal only)."""
 
 # The bar watches the index from a thread (bytes of spool indexed so far), so the catch-up
-# code knows nothing about it; rich is imported only once the work has lasted a second, so a
+# code knows nothing about it; tqdm is imported only once the work has lasted a second, so a
 # quick command never loads it, and the hook and the SessionStart path never import this.
 
 from __future__ import annotations
@@ -10,12 +10,10 @@ import os
 import sys
 import threading
 from types import TracebackType
-from typing import Any
 
 from indexer.cli_queries import indexed_offsets
 from indexer.paths import StatePaths
 from indexer.readonly import connect_readonly, spool_sizes
-from summarizer.cli.colour import use_colour
 
 __all__ = ["CatchUpProgress", "spool_behind"]
 
@@ -77,38 +75,24 @@ class CatchUpProgress:
             return
 
     def _spin(self, what: str) -> None:
-        from rich.console import Console
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from tqdm import tqdm  # type: ignore[import-untyped]
 
-        console = Console(stderr=True, no_color=not use_colour(sys.stderr))
-        columns = (SpinnerColumn(), TextColumn(f"ctxd {self.command}: {what}"), TimeElapsedColumn())
-        # stdout stays where it is: when it is piped, the command's output must not move to
-        # the terminal.
-        with Progress(*columns, console=console, transient=True, redirect_stdout=False) as bar:
-            bar.add_task(what, total=None)
-            self._stop.wait()
+        with tqdm(
+            total=None, desc=f"ctxd {self.command}: {what}", bar_format="{desc} {elapsed}",
+            file=sys.stderr, leave=False,
+        ) as spinner:  # fmt: skip
+            while not self._stop.wait(0.2):
+                spinner.refresh()
 
     def _show(self, total: int) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from tqdm import tqdm
 
-        console = Console(stderr=True, no_color=not use_colour(sys.stderr))
-        columns: list[Any] = [
-            TextColumn(f"ctxd {self.command}: catching up the index"),
-            BarColumn(),
-            DownloadColumn(),
-            TimeElapsedColumn(),
-        ]
-        with Progress(*columns, console=console, transient=True, redirect_stdout=False) as bar:
-            task = bar.add_task("catch-up", total=total)
+        with tqdm(
+            total=total, desc=f"ctxd {self.command}: catching up the index", unit="B",
+            unit_scale=True, file=sys.stderr, leave=False, dynamic_ncols=True,
+        ) as bar:  # fmt: skip
             while not self._stop.wait(0.2):
                 left = spool_behind(self.paths)
-                bar.update(task, completed=max(0, total - left))
+                bar.update(max(0, total - left) - bar.n)
                 if left == 0:
                     break

@@ -64,11 +64,13 @@ def _choices(parser: argparse.ArgumentParser, message: str) -> list[str]:
 def _subparser_for(
     parser: argparse.ArgumentParser, argv: list[str]
 ) -> argparse.ArgumentParser | None:
-    """The subcommand's parser, where an unknown option of `ctxd status --jsn` belongs."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for word in argv:
-                if word in action.choices:
-                    sub: argparse.ArgumentParser = action.choices[word]
-                    return sub
-    return None
+    """The innermost (sub)command's parser named in `argv`, where an unknown option of
+    `ctxd status --jsn` belongs."""
+    found = None
+    current = parser
+    for word in argv:
+        subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and word in subs[0].choices:
+            current = subs[0].choices[word]
+            found = current
+    return found

@@ -193,7 +193,7 @@ def test_status_json_times_are_iso_utc(tmp_path: Path) -> None:
     assert ISO.match(str(report["last_ingest"]))
 
 
-def test_the_hook_and_sessionstart_never_load_rich_or_the_progress_code() -> None:
+def test_the_hook_and_sessionstart_never_load_tqdm_or_the_progress_code() -> None:
     code = (
         "import sys, indexer.hook, summarizer.resume.hook\n"
         "bad = [m for m in sys.modules if m == 'rich' or m.startswith(('rich.', 'tqdm'))"
@@ -206,7 +206,7 @@ def test_the_hook_and_sessionstart_never_load_rich_or_the_progress_code() -> Non
     assert proc.returncode == 0, proc.stderr
 
 
-def test_a_quick_read_command_does_not_load_rich(tmp_path: Path) -> None:
+def test_a_quick_read_command_does_not_load_tqdm(tmp_path: Path) -> None:
     state = tmp_path / "state"
     feed_fixture(state)
     assert run_cli("ingest", state_dir=state).returncode == 0
@@ -217,7 +217,7 @@ def test_a_quick_read_command_does_not_load_rich(tmp_path: Path) -> None:
         env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert not re.search(r"\|\s+rich\b", proc.stderr)
+    assert not re.search(r"\|\s+tqdm\b", proc.stderr)
 
 
 def _epoch_like(value: object, where: str = "") -> list[str]:

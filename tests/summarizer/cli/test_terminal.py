@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from pathlib import Path
@@ -21,6 +24,8 @@ class Terminal:
 
     def __init__(self, *args: str, env: dict[str, str], cwd: Path) -> None:
         master, slave = pty.openpty()
+        # A terminal of 24 rows and 100 columns (a new pty has 0 of each).
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
         self.master, self.screen = master, bytearray()
         full_env = {**env, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
         self.proc = subprocess.Popen(
