@@ -206,6 +206,21 @@ def _read_stdin() -> bytes:
         return b""
 
 
+def _as_plugin() -> bool:
+    """True when Claude Code runs this script as a plugin's hook (then indexer.plugin is
+    importable from this checkout, ahead of anything else)."""
+    if not os.environ.get("CLAUDE_PLUGIN_ROOT"):
+        return False
+    # This checkout first on sys.path, and no site: an unrelated `indexer` distribution in
+    # the system Python must not shadow ours.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from indexer import plugin
+
+    return plugin.running_as_plugin(__file__)
+
+
 def _session_start(payload: bytes, base: str) -> None:
     # Only SessionStart may print (its stdout becomes context). The heavy lifting lives in
     # summarizer.resume.hook, imported only for this event.
@@ -248,21 +263,6 @@ def _prebuild(payload: bytes, base: str) -> None:
             spawn_detached(["summarizer.daemon.prebuild", base])
     except Exception:
         pass
-
-
-def _as_plugin() -> bool:
-    """True when Claude Code runs this script as a plugin's hook (then indexer.plugin is
-    importable from this checkout, ahead of anything else)."""
-    if not os.environ.get("CLAUDE_PLUGIN_ROOT"):
-        return False
-    # This checkout first on sys.path, and no site: an unrelated `indexer` distribution in
-    # the system Python must not shadow ours.
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from indexer import plugin
-
-    return plugin.running_as_plugin(__file__)
 
 
 def _importable_summarizer() -> None:
