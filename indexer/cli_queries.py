@@ -3,9 +3,40 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
-__all__ = ["active_constraint", "indexed_offsets", "newest_active_session", "session_agents"]
+from indexer.paths import StatePaths
+from indexer.readonly import connect_readonly, spool_sizes
+
+__all__ = [
+    "active_constraint",
+    "indexed_offsets",
+    "newest_active_session",
+    "open_readonly",
+    "session_agents",
+    "spool_behind",
+]
+
+
+def open_readonly(index_db: Path) -> sqlite3.Connection | None:
+    """A read-only connection to the index, or None if there is none (or another schema)."""
+    return connect_readonly(index_db)
+
+
+def spool_behind(paths: StatePaths) -> int:
+    """Bytes of spool not yet indexed."""
+    conn = connect_readonly(paths.index_db)
+    offsets: dict[str, int] = {}
+    if conn is not None:
+        try:
+            offsets = indexed_offsets(conn)
+        except sqlite3.Error:  # the writer may be creating the tables right now
+            offsets = {}
+        finally:
+            conn.close()
+    sizes = spool_sizes(paths.spool)
+    return sum(max(0, size - offsets.get(name, 0)) for name, size in sizes.items())
 
 
 def indexed_offsets(conn: sqlite3.Connection) -> dict[str, int]:

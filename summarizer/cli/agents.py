@@ -6,8 +6,8 @@ import argparse
 import json
 import time
 
-from indexer import store
-from indexer.cli_queries import session_agents
+from indexer.cli_queries import open_readonly, session_agents
+from indexer.errors import CtxdError
 from summarizer.cli.colour import paint
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
@@ -29,7 +29,9 @@ def cmd_agents(args: argparse.Namespace) -> int:
     """List the agents of one session, oldest first."""
     paths = state_paths(args)
     catch_up_sessions(paths)
-    conn = store.connect(paths.index_db, readonly=True)
+    conn = open_readonly(paths.index_db)
+    if conn is None:
+        raise CtxdError(f"no sessions recorded yet in {paths.root}")
     try:
         info = resolve_session(conn, args.session)
         agents = session_agents(conn, info.session_id)

@@ -60,15 +60,14 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def _check_revocable(paths: StatePaths, ref: str) -> None:
     """Refuse to revoke a constraint that is not in force (after folding what is new)."""
-    from indexer.cli_queries import active_constraint
+    from indexer.cli_queries import active_constraint, open_readonly
     from indexer.config import load_config
-    from indexer.readonly import connect_readonly
     from summarizer.common.text import text_key
     from summarizer.memory.compact import compact_now
 
     if paths.root.is_dir():
         compact_now(paths, load_config(paths.config), trigger="manual")
-    conn = connect_readonly(paths.index_db)
+    conn = open_readonly(paths.index_db)
     found = None
     if conn is not None:
         try:

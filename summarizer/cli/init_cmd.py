@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 from indexer.errors import CtxdError
-from indexer.fileio import write_atomic
 from indexer.paths import StatePaths
 from summarizer.cli.doctor import project_root
 from summarizer.cli.install import (
@@ -25,6 +24,7 @@ from summarizer.cli.install import (
     ensure_gitignored,
     install,
     uninstall,
+    write_private,
 )
 from summarizer.cli.plugin_state import enabled_plugin
 from summarizer.common.cliargs import state_paths
@@ -174,7 +174,7 @@ def _remember_created(paths: StatePaths, new: list[Path]) -> None:
     added = [str(p) for p in new if str(p) not in known]
     if added:
         data = json.dumps({"created": known + added}, indent=2) + "\n"
-        write_atomic(paths.root / _RECORD, data.encode())
+        write_private(paths.root / _RECORD, data.encode())
 
 
 def _create_state_dir(paths: StatePaths, dry_run: bool) -> None:
@@ -193,5 +193,5 @@ def _create_state_dir(paths: StatePaths, dry_run: bool) -> None:
     if not existed:
         print(f"created {paths.root} (0700)")
     if not has_config:
-        write_atomic(paths.config, default_config_text())
+        write_private(paths.config, default_config_text())
         print(f"wrote {paths.config} (the documented defaults; edit to override)")

@@ -19,7 +19,7 @@ from typing import Any
 __all__ = [
     "EVENTS", "HookCommand", "InstallReport", "IsOurs", "MergeResult", "SettingsError", "Spec",
     "backup_path", "ctxd_hook_spec", "default_hook_command", "ensure_gitignored", "install",
-    "is_ctxd_handler", "merge_hooks", "remove_hooks", "uninstall",
+    "is_ctxd_handler", "merge_hooks", "remove_hooks", "uninstall", "write_private",
 ]  # fmt: skip
 
 EVENTS: tuple[str, ...] = (
@@ -361,6 +361,11 @@ def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], 
         _write_atomic(backup, raw, 0o600)
     _write_atomic(path, data, mode)
     return InstallReport(path, backup, changes, created=raw is None)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file of ctxd's own (0600) atomically."""
+    _write_atomic(path, data, 0o600)
 
 
 def _write_atomic(path: Path, data: bytes, mode: int) -> None:

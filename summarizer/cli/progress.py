@@ -11,11 +11,10 @@ import sys
 import threading
 from types import TracebackType
 
-from indexer.cli_queries import indexed_offsets
+from indexer.cli_queries import spool_behind
 from indexer.paths import StatePaths
-from indexer.readonly import connect_readonly, spool_sizes
 
-__all__ = ["CatchUpProgress", "spool_behind"]
+__all__ = ["CatchUpProgress"]
 
 
 def _delay() -> float:
@@ -24,21 +23,6 @@ def _delay() -> float:
         return float(os.environ.get("CTXD_PROGRESS_AFTER_S", "1.0"))
     except ValueError:
         return 1.0
-
-
-def spool_behind(paths: StatePaths) -> int:
-    """Bytes of spool not yet indexed."""
-    conn = connect_readonly(paths.index_db)
-    offsets: dict[str, int] = {}
-    if conn is not None:
-        try:
-            offsets = indexed_offsets(conn)
-        except Exception:  # the writer may be creating the tables right now
-            offsets = {}
-        finally:
-            conn.close()
-    sizes = spool_sizes(paths.spool)
-    return sum(max(0, size - offsets.get(name, 0)) for name, size in sizes.items())
 
 
 class CatchUpProgress:

@@ -95,11 +95,13 @@ def _iso_times(package: dict[str, Any]) -> dict[str, Any]:
     saved = package.get("resume_state")
     if not isinstance(saved, dict) or not isinstance(saved.get("covers_ns"), int):
         return package
-    from indexer.views import iso_utc
+    import time
 
     saved = {k: v for k, v in saved.items() if k != "covers_ns"}
-    covers = package["resume_state"]["covers_ns"]
-    saved["covers"] = iso_utc(covers) if covers else None
+    covers = int(package["resume_state"]["covers_ns"])
+    seconds, rem = divmod(covers, 1_000_000_000)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rem // 10**6:03d}Z"
+    saved["covers"] = stamp if covers else None
     return {**package, "resume_state": saved}
 
 

@@ -66,10 +66,9 @@ def default_session(paths: StatePaths) -> str:
     if session:
         return session
     if os.environ.get("CLAUDECODE") == "1":
-        from indexer.cli_queries import newest_active_session
-        from indexer.readonly import connect_readonly
+        from indexer.cli_queries import newest_active_session, open_readonly
 
-        conn = connect_readonly(paths.index_db)
+        conn = open_readonly(paths.index_db)
         if conn is not None:
             try:
                 found = newest_active_session(conn, (DEFAULT_SESSION, "ctxd-orchestrator"))
