@@ -37,7 +37,7 @@ def run_guarded(
     paths = state_paths(args)
     if not paths.root.is_dir():
         raise NoStateError(
-            f"no ctxd data in {paths.root}: run `ctxd init` in your project first, "
+            f"no ctxd state in {paths.root}: run `ctxd init` in your project first, "
             "or pass --state-dir DIR (or set CTXD_HOME) to read another one"
         )
     if name not in CATCHES_UP:

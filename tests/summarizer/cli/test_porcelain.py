@@ -123,7 +123,7 @@ def test_read_commands_in_an_empty_directory_say_so_and_create_nothing(
     empty = tmp_path / "project"
     empty.mkdir()
     proc = run_cli(*args, cwd=empty, env=clean_env())
-    one_line_error(proc, f"no ctxd data in {empty / '.ctxd'}", "ctxd init")
+    one_line_error(proc, f"no ctxd state in {empty / '.ctxd'}", "ctxd init")
     assert proc.stdout == ""
     assert list(empty.iterdir()) == []
 

@@ -442,7 +442,7 @@ def test_ingest_output(state_dir: Path) -> None:
 
 def test_ingest_with_an_empty_or_missing_state_dir(tmp_path: Path) -> None:
     proc = run_cli("ingest", state_dir=tmp_path / "fresh")
-    assert proc.returncode == 1 and "no ctxd data in" in proc.stderr, proc.stderr
+    assert proc.returncode == 1 and "no ctxd state in" in proc.stderr, proc.stderr
     assert not (tmp_path / "fresh").exists()
     (tmp_path / "fresh").mkdir(mode=0o700)
     proc = run_cli("ingest", state_dir=tmp_path / "fresh")

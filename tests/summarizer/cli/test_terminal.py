@@ -59,9 +59,9 @@ class Terminal:
 
 def test_errors_are_red_on_a_terminal_and_plain_with_no_color(tmp_path: Path) -> None:
     code, screen = Terminal("sessions", env=clean_env(), cwd=tmp_path).wait()
-    assert code == 1 and b"\x1b[31merror:\x1b[0m no ctxd data in" in screen, screen
+    assert code == 1 and b"\x1b[31merror:\x1b[0m no ctxd state in" in screen, screen
     code, screen = Terminal("sessions", env=clean_env(NO_COLOR="1"), cwd=tmp_path).wait()
-    assert code == 1 and b"\x1b[" not in screen and b"error: no ctxd data in" in screen, screen
+    assert code == 1 and b"\x1b[" not in screen and b"error: no ctxd state in" in screen, screen
 
 
 def write_backlog(paths: StatePaths, events: int) -> None:

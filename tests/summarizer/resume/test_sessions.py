@@ -174,7 +174,7 @@ def test_cli_sessions_empty_state(tmp_path: Path) -> None:
     done = run_cli("sessions", state_dir=tmp_path / "empty")
     assert done.returncode == 0 and "no sessions" in done.stdout
     missing = run_cli("sessions", state_dir=tmp_path / "none")  # no state dir at all
-    assert missing.returncode == 1 and "no ctxd data in" in missing.stderr
+    assert missing.returncode == 1 and "no ctxd state in" in missing.stderr
     assert not (tmp_path / "none").exists()
 
 
