@@ -214,16 +214,36 @@ def _read_stdin() -> bytes:
         return b""
 
 
+def _as_plugin() -> bool:
+    """True when Claude Code runs this script as a plugin's hook (then indexer.plugin is
+    importable from this checkout, ahead of anything else)."""
+    if not os.environ.get("CLAUDE_PLUGIN_ROOT"):
+        return False
+    # This checkout first on sys.path, and no site: an unrelated `indexer` distribution in
+    # the system Python must not shadow ours.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from indexer import plugin
+
+    return plugin.running_as_plugin(__file__)
+
+
 def _session_start(payload: bytes, base: str) -> None:
     # Only SessionStart may print (its stdout becomes context). The heavy lifting lives in
     # summarizer.resume.hook, imported only for this event.
     if _SESSION_START_MARK not in payload[:4096].replace(b" ", b""):
         return
     try:
-        _importable_summarizer()
-        from summarizer.resume.hook import session_start_output
+        if _as_plugin():
+            from indexer import plugin
 
-        text = session_start_output(payload, base)
+            text = plugin.session_start(payload, base)
+        else:
+            _importable_summarizer()
+            from summarizer.resume.hook import session_start_output
+
+            text = session_start_output(payload, base)
     except Exception:
         return
     if text:
@@ -238,6 +258,11 @@ def _prebuild(payload: bytes, base: str) -> None:
     if _PRE_COMPACT_MARK not in payload[:4096].replace(b" ", b""):
         return
     try:
+        if _as_plugin():
+            from indexer import plugin
+
+            plugin.pre_compact(payload, base)
+            return
         _importable_summarizer()
         from indexer.locks import lock_is_held
         from summarizer.resume.hook import read_settings, spawn_detached

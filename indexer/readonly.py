@@ -95,8 +95,11 @@ def index_is_current(conn: sqlite3.Connection, spool: Path) -> bool:
 def latest_session_with_agent(conn: sqlite3.Connection, agent_id: str) -> str | None:
     """The most recently active session that has entries of `agent_id`."""
     if agent_id == "main":
+        # Explicit events outside a conversation (`ctxd emit`'s project stream, formerly
+        # "ctxd-orchestrator") are not the orchestrator's history.
         row = conn.execute(
-            "SELECT session_id FROM entries WHERE agent_id='main' ORDER BY id DESC LIMIT 1"
+            "SELECT session_id FROM entries WHERE agent_id='main' AND session_id NOT IN"
+            " ('ctxd-project-notes', 'ctxd-orchestrator') ORDER BY id DESC LIMIT 1"
         ).fetchone()
     else:
         row = conn.execute(

@@ -24,7 +24,17 @@ HOOK = REPO / "indexer" / "hook.py"
 # The command Claude Code runs (see summarizer.cli.install): isolated mode, no site-packages.
 HOOK_CMD = (sys.executable, "-I", "-S", str(HOOK))
 # Variables that would redirect the state directory or the imports of a child process.
-_SCRUBBED = ("CTXD_HOME", "CLAUDE_PROJECT_DIR", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
+_SCRUBBED = (
+    "CTXD_HOME",
+    "CTXD_SESSION_ID",
+    "CLAUDE_PROJECT_DIR",
+    "CLAUDECODE",
+    "CLAUDE_CODE_SESSION_ID",
+    "NO_COLOR",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+)
 
 T = TypeVar("T")
 

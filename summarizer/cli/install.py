@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib.util
-import itertools
 import json
 import os
 import shlex
 import stat
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +18,8 @@ from typing import Any
 
 __all__ = [
     "EVENTS", "HookCommand", "InstallReport", "IsOurs", "MergeResult", "SettingsError", "Spec",
-    "ctxd_hook_spec", "default_hook_command", "ensure_gitignored", "install", "is_ctxd_handler",
-    "merge_hooks", "remove_hooks", "uninstall",
+    "backup_path", "ctxd_hook_spec", "default_hook_command", "ensure_gitignored", "install",
+    "is_ctxd_handler", "merge_hooks", "remove_hooks", "uninstall", "write_private",
 ]  # fmt: skip
 
 EVENTS: tuple[str, ...] = (
@@ -55,8 +54,10 @@ class HookCommand:
     def __post_init__(self) -> None:
         if not self.argv or not all(isinstance(a, str) and a for a in self.argv):
             raise ValueError(f"hook argv must be non-empty strings, got {self.argv!r}")
-        if not (os.path.isabs(self.argv[0]) or self.argv[0].startswith("${CLAUDE_")):
-            raise ValueError(f"hook program must be an absolute path, got {self.argv[0]!r}")
+        program = self.argv[0]
+        # A bare name (`ctxd-hook`) is looked up on PATH: the portable form for shared settings.
+        if not (os.path.isabs(program) or program.startswith("${CLAUDE_") or "/" not in program):
+            raise ValueError(f"hook program must be an absolute path or a name, got {program!r}")
 
 
 @dataclass(frozen=True)
@@ -83,13 +84,17 @@ class InstallReport:
     path: Path
     backup: Path | None
     changes: list[str]
+    created: bool = False  # the file did not exist before
+    deleted: bool = False  # the file held nothing but ctxd's hooks and is gone
 
 
 def default_hook_command() -> HookCommand:
     """This interpreter running `indexer/hook.py` as a script (`-I -S`: no site, fast start)."""
     found = importlib.util.find_spec("indexer.hook")
     if found is None or found.origin is None:
-        raise RuntimeError("indexer.hook is not importable; reinstall ctxd")
+        raise RuntimeError(
+            "indexer.hook is not importable; reinstall ctxd (pipx install --force ctxd-claude)"
+        )
     # abspath, not resolve: the venv's python symlink is what identifies the installation.
     return HookCommand((os.path.abspath(sys.executable), "-I", "-S", os.path.abspath(found.origin)))
 
@@ -169,15 +174,45 @@ def remove_hooks(settings: dict[str, Any], is_ours: IsOurs) -> MergeResult:
 
 
 def install(settings_path: Path, command: HookCommand, *, dry_run: bool = False,
-            timeouts: Mapping[str, int] | None = None) -> InstallReport:  # fmt: skip
+            timeouts: Mapping[str, int] | None = None, backup_dir: Path | None = None,
+            ) -> InstallReport:  # fmt: skip
     """Merge ctxd's hooks into `settings_path` (created if missing); no write if nothing changes."""
     spec = ctxd_hook_spec(command, timeouts)
-    return _rewrite(settings_path, dry_run, lambda s: merge_hooks(s, spec))
+    return _rewrite(settings_path, dry_run, lambda s: merge_hooks(s, spec), backup_dir)
 
 
-def uninstall(settings_path: Path, *, dry_run: bool = False) -> InstallReport:
-    """Remove every ctxd handler from `settings_path`; a missing file means nothing to do."""
-    return _rewrite(settings_path, dry_run, lambda s: remove_hooks(s, is_ctxd_handler))
+def uninstall(
+    settings_path: Path,
+    *,
+    dry_run: bool = False,
+    delete_if_empty: bool = False,
+    backup_dir: Path | None = None,
+) -> InstallReport:
+    """Remove every ctxd handler from `settings_path`; a missing file means nothing to do.
+
+    With `delete_if_empty` (ctxd created the file), a file left as `{}` is deleted, not kept.
+    """
+    report = _rewrite(
+        settings_path, dry_run, lambda s: remove_hooks(s, is_ctxd_handler), backup_dir
+    )
+    if delete_if_empty and not dry_run and _load(report.path)[2] == {}:
+        report.path.unlink(missing_ok=True)
+        if report.backup is not None:  # it held only ctxd's hooks: nothing worth keeping
+            report.backup.unlink(missing_ok=True)
+        return InstallReport(report.path, None, report.changes, deleted=True)
+    return report
+
+
+def backup_path(settings_path: Path, backup_dir: Path | None = None) -> Path:
+    """The one backup ctxd keeps of a settings file: as it was before ctxd last changed it.
+
+    In `backup_dir` (`ctxd init` uses `.ctxd/backups/`, which git ignores) the name carries
+    a hash of the file's path, so a project's and the user's settings.json do not collide.
+    """
+    if backup_dir is None:
+        return settings_path.with_name(settings_path.name + ".ctxd-backup")
+    tag = hashlib.sha1(str(settings_path.absolute()).encode()).hexdigest()[:8]
+    return backup_dir / f"{settings_path.name}.{tag}.ctxd-backup"
 
 
 def ensure_gitignored(project_root: Path, entry: str = ".ctxd/") -> bool:
@@ -305,7 +340,7 @@ def _load(requested: Path) -> tuple[Path, bytes | None, dict[str, Any]]:
 
 
 def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], MergeResult],
-             ) -> InstallReport:  # fmt: skip
+             backup_dir: Path | None = None) -> InstallReport:  # fmt: skip
     """Load, change, and (unless nothing changed or `dry_run`) back up and write atomically."""
     path, raw, settings = _load(requested)
     try:
@@ -321,13 +356,16 @@ def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], 
         path.parent.mkdir(parents=True, exist_ok=True)
     else:
         mode = stat.S_IMODE(path.stat().st_mode)
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        # Two runs in one second must not overwrite the first backup.
-        names = (f"{path.name}.bak-{stamp}" + (f"-{n}" if n else "") for n in itertools.count())
-        backup = next(b for b in map(path.with_name, names) if not b.exists())
+        backup = backup_path(path, backup_dir)  # one file, replaced: no pile of backups
+        backup.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         _write_atomic(backup, raw, 0o600)
     _write_atomic(path, data, mode)
-    return InstallReport(path, backup, changes)
+    return InstallReport(path, backup, changes, created=raw is None)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file of ctxd's own (0600) atomically."""
+    _write_atomic(path, data, 0o600)
 
 
 def _write_atomic(path: Path, data: bytes, mode: int) -> None:

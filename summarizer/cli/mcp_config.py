@@ -25,8 +25,11 @@ class McpConfigError(CtxdError):
     """`.mcp.json` or the local settings cannot be read or written."""
 
 
-def mcp_server_spec() -> dict[str, Any]:
-    """The `.mcp.json` entry that runs this installation's `ctxd mcp`."""
+def mcp_server_spec(portable: bool = False) -> dict[str, Any]:
+    """The `.mcp.json` entry that runs `ctxd mcp`: this installation's interpreter by absolute
+    path, or (`portable`, for a file the team commits) the `ctxd` command looked up on PATH."""
+    if portable:
+        return {"type": "stdio", "command": "ctxd", "args": ["mcp"]}
     return {
         "type": "stdio",
         "command": os.path.abspath(sys.executable),
@@ -44,10 +47,15 @@ def is_ours(entry: object) -> bool:
     )
 
 
-def register_mcp(root: Path, *, dry_run: bool = False) -> list[str]:
-    """Add (or update) our server in `<root>/.mcp.json` and approve it; return the changes."""
+def register_mcp(root: Path, *, dry_run: bool = False, shared: bool = False) -> list[str]:
+    """Add (or update) our server in `<root>/.mcp.json` and approve it; return the changes.
+
+    `shared`: the portable entry, approved in `.claude/settings.json` (both committed);
+    otherwise this machine's entry, approved in `.claude/settings.local.json`.
+    """
     changes: list[str] = []
     mcp_path = root / ".mcp.json"
+    spec = mcp_server_spec(portable=shared)
     doc = _load(mcp_path)
     servers = doc.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
@@ -55,12 +63,14 @@ def register_mcp(root: Path, *, dry_run: bool = False) -> list[str]:
     current = servers.get(SERVER_NAME)
     if current is not None and not is_ours(current):
         return [f"{mcp_path}: left the other server named {SERVER_NAME!r} in place"]
-    if current != mcp_server_spec():
-        servers[SERVER_NAME] = mcp_server_spec()
+    if not shared and current == mcp_server_spec(portable=True):
+        return []  # the team's portable entry (`ctxd init --shared`) serves this machine too
+    if current != spec:
+        servers[SERVER_NAME] = spec
         changes.append(f"{mcp_path}: MCP server {SERVER_NAME!r} -> {SERVER_NAME} mcp")
         if not dry_run:
             _write(mcp_path, doc)
-    local = root / ".claude" / "settings.local.json"
+    local = root / ".claude" / ("settings.json" if shared else "settings.local.json")
     settings = _load(local)
     approved = settings.get(_APPROVALS, [])
     if isinstance(approved, list) and SERVER_NAME not in approved:
@@ -71,11 +81,14 @@ def register_mcp(root: Path, *, dry_run: bool = False) -> list[str]:
     return changes
 
 
-def unregister_mcp(root: Path, *, dry_run: bool = False) -> list[str]:
-    """Remove our server and its approval; anything else stays. Return the changes."""
+def unregister_mcp(root: Path, *, dry_run: bool = False, only: Path | None = None) -> list[str]:
+    """Remove our server and its approval; anything else stays. Return the changes.
+
+    `only`: withdraw the approval from that one settings file, nothing else.
+    """
     changes: list[str] = []
     mcp_path = root / ".mcp.json"
-    if mcp_path.exists():
+    if mcp_path.exists() and only is None:
         doc = _load(mcp_path)
         servers = doc.get("mcpServers")
         if isinstance(servers, dict) and is_ours(servers.get(SERVER_NAME)):
@@ -83,8 +96,10 @@ def unregister_mcp(root: Path, *, dry_run: bool = False) -> list[str]:
             changes.append(f"{mcp_path}: removed MCP server {SERVER_NAME!r}")
             if not dry_run:
                 _write(mcp_path, doc)
-    local = root / ".claude" / "settings.local.json"
-    if local.exists():
+    candidates = (root / ".claude" / "settings.local.json", root / ".claude" / "settings.json")
+    for local in [only] if only is not None else candidates:
+        if not local.exists():
+            continue
         settings = _load(local)
         approved = settings.get(_APPROVALS)
         if isinstance(approved, list) and SERVER_NAME in approved:

@@ -9,7 +9,12 @@ AddCommand = Callable[[str, str, str], argparse.ArgumentParser]
 
 
 def _positive(value: str) -> int:
-    n = int(value)
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of tokens such as 2000, got {value!r}"
+        ) from None
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number of tokens, got {value}")
     return n
@@ -38,7 +43,9 @@ def register(add: AddCommand) -> None:
     )
     p.add_argument("--id", help="a stable id (default: derived from the text)")
     p.add_argument(
-        "--session", help="session id (default: $CTXD_SESSION_ID, else ctxd-orchestrator)"
+        "--session",
+        help="session id (default: $CTXD_SESSION_ID; inside Claude Code the current session;"
+        " else the ctxd-project-notes stream)",
     )
     p.add_argument("--rationale", help="decision: why")
     p.add_argument("--prevention", help="failure: how to avoid it next time")

@@ -53,18 +53,34 @@ def register(add: AddCommand) -> None:
     )
 
     p = add(
-        "init",
-        "summarizer.cli.sessions:cmd_init",
-        "create .ctxd/, install ctxd's hooks in .claude/settings.json and its MCP server in"
-        " .mcp.json",
+        "agents",
+        "summarizer.cli.agents:cmd_agents",
+        "list a session's agents: type, status, first instruction, events and failures",
     )
-    p.add_argument(
+    p.add_argument("session", help="session id, a unique prefix of it, or its start stamp")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = add(
+        "init",
+        "summarizer.cli.init_cmd:cmd_init",
+        "create .ctxd/, install ctxd's hooks in .claude/settings.local.json (this machine) and"
+        " its MCP server in .mcp.json",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--shared",
+        action="store_true",
+        help="install a portable command (`ctxd-hook` on PATH) in .claude/settings.json, the"
+        " file teams commit",
+    )
+    where.add_argument(
         "--user", action="store_true", help="install in ~/.claude/settings.json (every project)"
     )
     p.add_argument(
         "--uninstall",
         action="store_true",
-        help="remove exactly the hooks and the MCP server ctxd installed",
+        help="stop the daemon and remove what ctxd added (hooks, the MCP server, files it created,"
+        " its backups)",
     )
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from indexer import history, write_atomic
+from indexer import history
 from indexer.config import load_config
 from indexer.errors import CtxdError
-from indexer.paths import StatePaths
-from summarizer.cli.doctor import project_root
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
 from summarizer.resume.sessions import (
@@ -22,17 +20,13 @@ from summarizer.resume.sessions import (
     resume_package,
 )
 
-__all__ = ["InitError", "cmd_init", "cmd_resume", "cmd_sessions", "default_config_text"]
+__all__ = ["cmd_resume", "cmd_sessions", "default_config_text"]
 
 _FALLBACK_CONFIG = (
     b"# ctxd configuration. Every key and its default is documented in the config.toml\n"
     b"# shipped with ctxd; add a [section] and a key here to override it. Unknown keys are\n"
     b"# an error.\n"
 )
-
-
-class InitError(CtxdError):
-    """`ctxd init` cannot read or change a settings file."""
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -89,10 +83,26 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if package is None:
         return _preview(paths.root, info.session_id, args.source, args.transcript)
     if args.json:
-        print(json.dumps(package, indent=2, ensure_ascii=False))
+        print(json.dumps(_iso_times(package), indent=2, ensure_ascii=False))
     else:
         print(render_package(package), end="")
     return 0
+
+
+def _iso_times(package: dict[str, Any]) -> dict[str, Any]:
+    """The package with the saved state's nanosecond stamp as ISO-8601 UTC, like every other
+    time ctxd prints in JSON."""
+    saved = package.get("resume_state")
+    if not isinstance(saved, dict) or not isinstance(saved.get("covers_ns"), int):
+        return package
+    import time
+
+    saved = {k: v for k, v in saved.items() if k != "covers_ns"}
+    covers = int(package["resume_state"]["covers_ns"])
+    seconds, rem = divmod(covers, 1_000_000_000)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rem // 10**6:03d}Z"
+    saved["covers"] = stamp if covers else None
+    return {**package, "resume_state": saved}
 
 
 def _preview(state_dir: Path, session_id: str, source: str, transcript: str | None) -> int:
@@ -126,65 +136,3 @@ def default_config_text() -> bytes:
         return (Path(indexer.__file__).parent / "default_config.toml").read_bytes()
     except OSError:
         return _FALLBACK_CONFIG
-
-
-def cmd_init(args: argparse.Namespace) -> int:
-    """Create .ctxd/ and its config.toml, install the hooks, and ignore .ctxd/ in git."""
-    from summarizer.cli.install import (
-        SettingsError,
-        default_hook_command,
-        ensure_gitignored,
-        install,
-        uninstall,
-    )
-
-    paths = state_paths(args)
-    root = project_root(paths)
-    settings = (Path.home() if args.user else root) / ".claude" / "settings.json"
-    dry = " (dry run: nothing written)" if args.dry_run else ""
-    try:
-        if args.uninstall:
-            report = uninstall(settings, dry_run=args.dry_run)
-        else:
-            _create_state_dir(paths, args.dry_run)
-            report = install(settings, default_hook_command(), dry_run=args.dry_run)
-    except SettingsError as e:
-        raise InitError(str(e)) from None
-    if report.changes:
-        print(f"{report.path}{dry}:")
-        for line in report.changes:
-            print(f"  {line}")
-        if report.backup is not None:
-            print(f"  backup: {report.backup}")
-    else:
-        print(f"{report.path}: no change needed")
-    if not args.user:  # the MCP server is registered per project, in its .mcp.json
-        from summarizer.cli.mcp_config import register_mcp, unregister_mcp
-
-        change = unregister_mcp if args.uninstall else register_mcp
-        for line in change(root, dry_run=args.dry_run):
-            print(f"{line}{dry}")
-    if args.uninstall:
-        print(f"left {paths.root} and the .gitignore entry in place (your captured data)")
-        return 0
-    if not args.dry_run and ensure_gitignored(root):
-        print(f"added .ctxd/ to {root / '.gitignore'}")
-    return 0
-
-
-def _create_state_dir(paths: StatePaths, dry_run: bool) -> None:
-    existed = paths.root.is_dir()
-    has_config = paths.config.exists()
-    if dry_run:
-        if not existed:
-            print(f"would create {paths.root} (0700)")
-        if not has_config:
-            print(f"would write {paths.config}")
-        return
-    paths.ensure()
-    os.chmod(paths.root, 0o700)  # an existing directory keeps its mode otherwise
-    if not existed:
-        print(f"created {paths.root} (0700)")
-    if not has_config:
-        write_atomic(paths.config, default_config_text())
-        print(f"wrote {paths.config} (the documented defaults; edit to override)")

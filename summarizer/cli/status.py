@@ -70,7 +70,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     """Show the daemon, the spool lag and the index counts."""
     report = status_report(state_paths(args))
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(_iso_times(report), indent=2))
         return 0
     d = report["daemon"]
     if d:
@@ -94,6 +94,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"last ingest: {report['last_ingest'] or 'never'}")
     print(f"state dir:   {report['state_dir']}")
     return 0
+
+
+# The daemon's heartbeat file keeps epoch seconds; every JSON ctxd prints uses ISO-8601 UTC.
+_EPOCH_KEYS = ("started", "heartbeat", "last_lines_at")
+
+
+def _iso_times(report: dict[str, Any]) -> dict[str, Any]:
+    daemon = report.get("daemon")
+    if not daemon:
+        return report
+    daemon = dict(daemon)
+    for key in _EPOCH_KEYS:
+        value = daemon.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            daemon[key] = _iso_utc(int(value * 1e9)) if value else None
+    return {**report, "daemon": daemon}
 
 
 def _connect(paths: StatePaths) -> sqlite3.Connection:

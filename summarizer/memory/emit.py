@@ -2,7 +2,7 @@
 
 An explicit event is a hook payload with `hook_event_name` "CtxdEmit" and the record under
 `ctxd_record`; it goes through the same spool and index as Claude Code's events, so an
-orchestrator can record what it knows without Claude Code. Records use seed 004's field names.
+orchestrator can record what it knows without Claude Code.
 """
 
 from __future__ import annotations
@@ -18,8 +18,11 @@ from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, resolve_state_paths
 
 KINDS = ("decision", "failure", "constraint", "feature_start", "feature_complete", "note")
-DEFAULT_SESSION = "ctxd-orchestrator"
+# Outside Claude Code, explicit events go to a stream of their own, named so that nobody takes
+# it for a conversation (and `ctxd read --agent-id main` never picks it over a real session).
+DEFAULT_SESSION = "ctxd-project-notes"
 SESSION_ENV = "CTXD_SESSION_ID"
+CLAUDE_SESSION_ENV = "CLAUDE_CODE_SESSION_ID"  # set by Claude Code for its Bash tool
 _REQUIRED = {
     "decision": "decision",
     "failure": "description",
@@ -56,6 +59,26 @@ def build_record(kind: str, fields: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+def default_session(paths: StatePaths) -> str:
+    """$CTXD_SESSION_ID; inside Claude Code its current session ($CLAUDE_CODE_SESSION_ID, else
+    the newest session of this project that has not ended); else the project-notes stream."""
+    session = os.environ.get(SESSION_ENV, "") or os.environ.get(CLAUDE_SESSION_ENV, "")
+    if session:
+        return session
+    if os.environ.get("CLAUDECODE") == "1":
+        from indexer.cli_queries import newest_active_session, open_readonly
+
+        conn = open_readonly(paths.index_db)
+        if conn is not None:
+            try:
+                found = newest_active_session(conn, (DEFAULT_SESSION, "ctxd-orchestrator"))
+            finally:
+                conn.close()
+            if found:
+                return found
+    return DEFAULT_SESSION
+
+
 def emit(
     kind: str,
     *,
@@ -66,14 +89,14 @@ def emit(
 ) -> dict[str, Any]:
     """Append one explicit event to the spool; return the record written.
 
-    The session defaults to $CTXD_SESSION_ID, else "ctxd-orchestrator". Field names follow
-    seed 004 (`featureId`, `name`, `category`, `status`, `startedAt`, `completedAt`, …).
+    The session is `session_id`, else `default_session` (see there). Field names follow the
+    memory files (`featureId`, `name`, `category`, `status`, `startedAt`, `completedAt`, …).
     """
     record = build_record(kind, fields)
-    session = session_id or os.environ.get(SESSION_ENV, "") or DEFAULT_SESSION
+    target = paths if paths is not None else resolve_state_paths()
+    session = session_id or default_session(target)
     if not is_valid_session_id(session):
         raise EmitError(f"invalid session id {session[:80]!r} (letters, digits, '.', '_', '-')")
-    target = paths if paths is not None else resolve_state_paths()
     directory = cwd or os.getcwd()
     payload = {
         "session_id": session,

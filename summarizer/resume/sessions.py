@@ -218,10 +218,11 @@ def render_package(pkg: dict[str, Any]) -> str:
         "Decisions and constraints",
         [f"- {d}" for d in pkg["decisions"]] + [f"- (constraint) {c}" for c in pkg["constraints"]],
     )
-    block(
-        "Agents",
-        [f"- {a['agent_id']} ({a['agent_type']}): {a['status']}" for a in pkg["agents"]],
-    )
+    more = int(s["agents"]) - len(pkg["agents"])
+    listed = [f"- {a['agent_id']} ({a['agent_type']}): {a['status']}" for a in pkg["agents"]]
+    if more > 0:
+        listed.append(f"- +{more} more (`ctxd agents {s['session_id']}` lists them all)")
+    block("Agents", listed)
     block("Files", [f"- {f}" for f in pkg["files"]])
     block("Summary", [pkg["summary"]] if pkg["summary"] else [])
     block(

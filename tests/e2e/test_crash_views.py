@@ -294,7 +294,7 @@ def init_kill_loop(tmp_path: Path, kills: int, seed: int) -> None:
             continue
         landed += 1
         init_to_end(project)
-        for rel in (".claude/settings.json", ".ctxd/config.toml", ".gitignore"):
+        for rel in (".claude/settings.local.json", ".ctxd/config.toml", ".gitignore"):
             assert (project / rel).read_bytes() == (reference / rel).read_bytes(), rel
         assert (project / ".ctxd").stat().st_mode & 0o777 == 0o700
         shutil.rmtree(project)

@@ -41,16 +41,22 @@ def test_init_on_an_empty_project(tmp_path: Path) -> None:
     assert (state / "config.toml").read_bytes() == default_config_text()
     assert (state / "config.toml").stat().st_mode & 0o777 == 0o600
     assert "[resume]" in default_config_text().decode()
-    settings = project / ".claude" / "settings.json"
+    settings = project / ".claude" / "settings.local.json"  # paths of this machine
     hooks = _ctxd_events(settings)
     assert set(hooks) == set(EVENTS)
+    assert not (project / ".claude" / "settings.json").exists()
     for event, handlers in hooks.items():
         assert len(handlers) == 1
         h = handlers[0]
         assert Path(str(h["command"])).is_absolute() and Path(str(h["command"])).exists()
         assert isinstance(h["timeout"], int) and 1 <= h["timeout"] <= 60
         assert h["matcher"] == ("Agent|Task" if event == "PreToolUse" else None)
-    assert (project / ".gitignore").read_text() == ".ctxd/\n"
+    assert (
+        (project / ".gitignore").read_text()
+        == (
+            ".ctxd/\n.claude/settings.local.json\n.mcp.json\n"  # .mcp.json: ctxd made it, this machine's
+        )
+    )
     assert "+ SessionStart" in out and ".gitignore" in out
     # The installed command really is the hook: run it as Claude Code would.
     h = hooks["PostToolUse"][0]
@@ -67,14 +73,14 @@ def test_init_on_an_empty_project(tmp_path: Path) -> None:
     assert list((state / "spool").glob("*.jsonl"))
 
 
-def test_init_keeps_existing_hooks_and_settings_and_is_idempotent(tmp_path: Path) -> None:
+def test_init_shared_keeps_existing_hooks_and_settings_and_is_idempotent(tmp_path: Path) -> None:
     project = tmp_path / "app"
     (project / ".claude").mkdir(parents=True)
     settings = project / ".claude" / "settings.json"
     shutil.copy(DATA / "existing-project" / "settings.json", settings)
     original = json.loads(settings.read_text())
     (project / ".gitignore").write_text("node_modules/\n")
-    code, out, err = _init(project)
+    code, out, err = _init(project, "--shared")
     assert code == 0, err
     merged = json.loads(settings.read_text())
     for key in ("$schema", "permissions", "env", "model", "statusLine", "includeCoAuthoredBy"):
@@ -82,19 +88,35 @@ def test_init_keeps_existing_hooks_and_settings_and_is_idempotent(tmp_path: Path
     for event, groups in original["hooks"].items():
         for group in groups:
             assert group in merged["hooks"][event]  # every user hook kept as it was
-    assert set(_ctxd_events(settings)) == set(EVENTS)
-    backups = list(settings.parent.glob("settings.json.bak-*"))
-    assert len(backups) == 1 and json.loads(backups[0].read_text()) == original
-    assert "backup:" in out
+    assert set(_portable_events(settings)) == set(EVENTS)
+    assert sorted(settings.parent.iterdir()) == [settings]  # no backup piles up in .claude/
+    backups = sorted((project / ".ctxd" / "backups").iterdir())
+    assert len(backups) == 1 and backups[0].name.startswith("settings.json.")
+    assert json.loads(backups[0].read_text()) == original
+    assert "backup" in out
     before = settings.read_bytes()
-    code, out, _ = _init(project)
-    assert code == 0 and "no change needed" in out
+    for _ in range(2):
+        code, out, _ = _init(project, "--shared")
+        assert code == 0 and "no change needed" in out
     assert settings.read_bytes() == before
-    assert len(list(settings.parent.glob("settings.json.bak-*"))) == 1
+    assert sorted((project / ".ctxd" / "backups").iterdir()) == backups  # still one backup
     assert (project / ".gitignore").read_text() == "node_modules/\n.ctxd/\n"
     code, out, _ = _init(project, "--uninstall")
     assert code == 0 and "- SessionStart" in out
     assert json.loads(settings.read_text()) == original
+    assert sorted(settings.parent.iterdir()) == [settings]
+    assert list((project / ".ctxd" / "backups").iterdir()) == []  # the backup went too
+
+
+def _portable_events(settings: Path) -> list[str]:
+    doc = json.loads(settings.read_text())
+    return [
+        event
+        for event, groups in doc.get("hooks", {}).items()
+        for group in groups
+        for h in group["hooks"]
+        if h.get("command") == "ctxd-hook"
+    ]
 
 
 def test_init_dry_run_writes_nothing(tmp_path: Path) -> None:
@@ -115,7 +137,7 @@ def test_init_user_writes_home_settings(tmp_path: Path) -> None:
     assert not (project / ".claude").exists()
     code, _, _ = _init(project, "--user", "--uninstall", home=home)
     assert code == 0
-    assert json.loads((home / ".claude" / "settings.json").read_text()) == {}
+    assert not (home / ".claude").exists()  # ctxd created it; nothing else was in it
 
 
 def test_init_invalid_settings_is_a_one_line_error(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ PY_HOOK = HookCommand(
     ("/abs/venv/bin/python", "-I", "-S", "/abs/venv/lib/python3.12/site-packages/indexer/hook.py")
 )
 SPEC = ctxd_hook_spec(HOOK)
-BACKUP_NAME = re.compile(r"^settings\.json\.bak-\d{8}T\d{6}(-\d+)?$")
+BACKUP_NAME = re.compile(r"^settings\.json\.ctxd-backup$")  # one, replaced: none pile up
 
 
 def project_from(tmp_path: Path, scenario: str) -> Path:
@@ -54,7 +54,7 @@ def load(path: Path) -> Any:
 
 
 def backups(path: Path) -> list[Path]:
-    return sorted(p for p in path.parent.iterdir() if p.name.startswith("settings.json.bak-"))
+    return sorted(p for p in path.parent.iterdir() if p.name.startswith("settings.json."))
 
 
 def ctxd_handlers(doc: dict[str, Any]) -> list[tuple[str, str | None, dict[str, Any]]]:
@@ -113,7 +113,8 @@ def test_hook_command_validation() -> None:
     with pytest.raises(ValueError):
         HookCommand(())
     with pytest.raises(ValueError, match="absolute"):
-        HookCommand(("ctxd-hook",))
+        HookCommand(("bin/ctxd-hook",))  # relative to what? only a bare name means PATH
+    assert HookCommand(("ctxd-hook",)).argv == ("ctxd-hook",)  # the portable, shared form
     with pytest.raises(ValueError, match="not a ctxd hook"):
         ctxd_hook_spec(HookCommand(("/usr/bin/true",)))  # install could never find it again
     assert HookCommand(("${CLAUDE_PROJECT_DIR}/.venv/bin/ctxd-hook",)).argv[0].startswith("$")
@@ -313,12 +314,16 @@ def test_nothing_changes_means_no_write_and_no_backup(tmp_path: Path) -> None:
     assert fingerprint(path) == before and backups(path) == []
 
 
-def test_backups_from_the_same_second_do_not_overwrite_each_other(tmp_path: Path) -> None:
+def test_one_backup_holds_the_version_before_the_last_change(tmp_path: Path) -> None:
     path = project_from(tmp_path, "existing-project")
     install(path, HOOK)
+    installed = path.read_bytes()
     uninstall(path)
+    uninstalled = path.read_bytes()
+    assert backups(path)[0].read_bytes() == installed
     install(path, HOOK)
-    assert len(backups(path)) == 3 and all(BACKUP_NAME.match(b.name) for b in backups(path))
+    assert len(backups(path)) == 1 and BACKUP_NAME.match(backups(path)[0].name)
+    assert backups(path)[0].read_bytes() == uninstalled
 
 
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:

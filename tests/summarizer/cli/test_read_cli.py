@@ -249,9 +249,11 @@ def test_unknown_agent_is_an_empty_result(seeded: Path) -> None:
 
 
 def test_read_on_a_project_without_state(tmp_path: Path) -> None:
+    # Nothing was ever recorded here: say so (one line, non-zero) and create nothing.
     proc = run_cli("read", "--agent-id", "main", state_dir=tmp_path / "never-created")
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"entries": []}
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "ctxd init" in proc.stderr, proc.stderr
+    assert not (tmp_path / "never-created").exists()
 
 
 def test_entries_are_hookdata_compatible(seeded: Path) -> None:
@@ -361,6 +363,7 @@ def spool_size(state: Path) -> int:
 
 
 def test_status_reports_lag_then_counts(state_dir: Path) -> None:
+    state_dir.mkdir(mode=0o700)  # as `ctxd init` leaves it (no state dir at all is an error)
     empty = status_json(state_dir)
     assert empty["daemon"] is None
     assert empty["lag"] == {"bytes": 0, "lines": 0}
@@ -438,6 +441,10 @@ def test_ingest_output(state_dir: Path) -> None:
 
 
 def test_ingest_with_an_empty_or_missing_state_dir(tmp_path: Path) -> None:
+    proc = run_cli("ingest", state_dir=tmp_path / "fresh")
+    assert proc.returncode == 1 and "no ctxd state in" in proc.stderr, proc.stderr
+    assert not (tmp_path / "fresh").exists()
+    (tmp_path / "fresh").mkdir(mode=0o700)
     proc = run_cli("ingest", state_dir=tmp_path / "fresh")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("indexed 0 entries from 0 lines")

@@ -51,9 +51,10 @@ def test_cli_emit_every_kind(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("decision",), "decision needs a non-empty 'decision'"),
-        (("constraint",), "constraint needs a description or --revoke ID"),
-        (("feature-start",), "feature_start needs a non-empty 'id'"),
+        (("decision",), "nothing to record: give the text, e.g. `ctxd emit decision "),
+        (("constraint",), "nothing to record: give the text, e.g. `ctxd emit constraint "),
+        (("feature-start",), "nothing to record: give the text, e.g. `ctxd emit feature-start"),
+        (("constraint", "--revoke", "no such rule"), "no constraint in force has the id or text"),
         (("decision", "x", "--session", "../etc"), "invalid session id"),
         (("feature-complete", "F1", "--completed-at", "soon"), "expected milliseconds"),
     ],
@@ -61,7 +62,8 @@ def test_cli_emit_every_kind(tmp_path: Path) -> None:
 def test_cli_emit_errors_are_one_line(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     out = run_cli("emit", *args, "--state-dir", str(tmp_path / "s"))
     assert out.returncode == 1
-    assert out.stderr.count("\n") == 1 and message in out.stderr
+    assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+    assert out.stderr.startswith("ctxd emit: error: "), out.stderr  # not "ctxd None"
 
 
 def test_revoke_record() -> None:

@@ -199,6 +199,7 @@ def test_cli_inject_and_compact(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="flock")
 def test_cli_compact_on_an_empty_state_dir(tmp_path: Path) -> None:
+    (tmp_path / "new").mkdir(mode=0o700)  # as `ctxd init` leaves it (none at all is an error)
     out = run_cli("compact", "--state-dir", str(tmp_path / "new"))
     assert out.returncode == 0, out.stderr
     assert "compacted 0 new entries" in out.stdout

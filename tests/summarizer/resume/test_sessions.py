@@ -170,8 +170,12 @@ def test_cli_sessions_json_and_table(catalog: Path) -> None:
 
 
 def test_cli_sessions_empty_state(tmp_path: Path) -> None:
-    done = run_cli("sessions", state_dir=tmp_path / "none")
+    (tmp_path / "empty").mkdir(mode=0o700)  # a state dir with nothing recorded yet
+    done = run_cli("sessions", state_dir=tmp_path / "empty")
     assert done.returncode == 0 and "no sessions" in done.stdout
+    missing = run_cli("sessions", state_dir=tmp_path / "none")  # no state dir at all
+    assert missing.returncode == 1 and "no ctxd state in" in missing.stderr
+    assert not (tmp_path / "none").exists()
 
 
 @pytest.mark.parametrize("ref", ["aaaa", "nope", "2025-03-03-08-15-42"])

@@ -1,0 +1,282 @@
+"""`ctxd init`: state directory, config and hooks, in the settings file that fits; and undo."""
+
+# Where the hooks go: absolute paths of this machine's Python and hook script belong in
+# `.claude/settings.local.json` (per machine, ignored by git); `--shared` writes a command
+# found on PATH (`ctxd-hook`) into `.claude/settings.json`, which teams commit. Only one of
+# the two may hold ctxd's hooks, or every event would be recorded twice.
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from indexer.errors import CtxdError
+from indexer.paths import StatePaths
+from summarizer.cli.doctor import project_root
+from summarizer.cli.install import (
+    HookCommand,
+    InstallReport,
+    SettingsError,
+    backup_path,
+    default_hook_command,
+    ensure_gitignored,
+    install,
+    uninstall,
+    write_private,
+)
+from summarizer.cli.plugin_state import enabled_plugin
+from summarizer.common.cliargs import state_paths
+
+__all__ = ["PORTABLE_HOOK", "cmd_init"]
+
+PORTABLE_HOOK = HookCommand(("ctxd-hook",))
+_RECORD = "init.json"  # in the state dir: the files and folders `ctxd init` created
+
+
+class InitError(CtxdError):
+    """`ctxd init` cannot read or change a settings file."""
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Create .ctxd/ and its config, install the hooks (or remove them), and say what changed."""
+    paths = state_paths(args)
+    root = project_root(paths)
+    claude = (Path.home() if args.user else root) / ".claude"
+    shared, local = claude / "settings.json", claude / "settings.local.json"
+    try:
+        if args.uninstall:
+            return _uninstall(paths, [shared] if args.user else [local, shared], args.dry_run)
+        if args.user:
+            target, other, command = shared, None, default_hook_command()
+        elif args.shared:
+            target, other, command = shared, local, PORTABLE_HOOK
+        else:
+            target, other, command = local, shared, default_hook_command()
+        _create_state_dir(paths, args.dry_run)
+        plugin = enabled_plugin(root)
+        if plugin and not args.user and not args.shared:
+            print(f"ctxd's hooks come from the Claude Code plugin {plugin}; no hooks added")
+            target, other = shared, None
+        elif target == local and _has_portable_hooks(shared):
+            print(f"{shared}: has ctxd's shared hooks (`ctxd-hook` on PATH); nothing to add")
+            target, other = shared, None
+        else:
+            if not args.dry_run:
+                _remember_created(paths, [p for p in (claude, target) if not p.exists()])
+            report = install(target, command, dry_run=args.dry_run, backup_dir=_backups(paths))
+            _show(report, args.dry_run)
+        if not args.user:  # the MCP server is per project, in its .mcp.json (before the
+            # other settings file is emptied, so one left empty by both can go)
+            if plugin and not args.shared:
+                print("the MCP server is not registered: run `ctxd init --shared` to add it")
+            else:
+                _register_mcp(paths, root, args.dry_run, shared=args.shared)
+        if other is not None:  # hooks in both files would record every event twice
+            report = uninstall(
+                other,
+                dry_run=args.dry_run,
+                delete_if_empty=_created(paths, other),
+                backup_dir=_backups(paths),
+            )
+            if report.changes:
+                _show(report, args.dry_run)
+    except SettingsError as e:
+        raise InitError(str(e)) from None
+    if args.dry_run:
+        return 0
+    if ensure_gitignored(root):
+        print(f"added .ctxd/ to {root / '.gitignore'}")
+    if target == local and ensure_gitignored(root, ".claude/settings.local.json"):
+        print(f"added .claude/settings.local.json to {root / '.gitignore'} (paths of this machine)")
+    mcp_path = root / ".mcp.json"
+    ours = not args.user and not args.shared and _created(paths, mcp_path)
+    if ours and mcp_path.exists() and ensure_gitignored(root, ".mcp.json"):
+        print(f"added .mcp.json to {root / '.gitignore'} (a path of this machine)")
+    return 0
+
+
+def _has_portable_hooks(settings: Path) -> bool:
+    """True if `settings` runs the hook by name (what `ctxd init --shared` writes)."""
+    try:
+        doc = json.loads(settings.read_bytes())
+    except (OSError, ValueError):
+        return False
+    groups = doc.get("hooks", {}).values() if isinstance(doc, dict) else []
+    return any(
+        isinstance(h, dict) and h.get("command") == PORTABLE_HOOK.argv[0]
+        for group_list in groups if isinstance(group_list, list)
+        for group in group_list if isinstance(group, dict)
+        for h in group.get("hooks", []) or []
+    )  # fmt: skip
+
+
+def _show(report: InstallReport, dry_run: bool, with_backup: bool = True) -> None:
+    dry = " (dry run: nothing written)" if dry_run else ""
+    if report.deleted:
+        print(f"{report.path}: removed (ctxd created it and nothing else is left in it)")
+        for line in report.changes:
+            print(f"  {line}")
+    elif report.changes:
+        print(f"{report.path}{dry}:")
+        for line in report.changes:
+            print(f"  {line}")
+        if report.backup is not None and with_backup:
+            print(f"  backup of the previous version: {report.backup}")
+    elif report.path.exists():
+        print(f"{report.path}: no change needed")
+    else:
+        print(f"{report.path}: not there; nothing to remove")
+
+
+def _register_mcp(paths: StatePaths, root: Path, dry_run: bool, shared: bool) -> None:
+    """`ctxd mcp` in the project's .mcp.json: the portable command with `--shared`; else this
+    machine's interpreter, never in a .mcp.json that git tracks (a committed file must not get a
+    path of this machine), and a .mcp.json ctxd creates is kept out of git."""
+    from summarizer.cli.mcp_config import register_mcp, unregister_mcp
+
+    mcp_path = root / ".mcp.json"
+    if not shared and _tracked_by_git(root, mcp_path):
+        print(
+            f"{mcp_path}: left as it is (git tracks it); `ctxd init --shared` registers the MCP"
+            " server there with a portable command"
+        )
+        return
+    if shared and not dry_run:  # this machine's approval and ignore entry give way
+        local = root / ".claude" / "settings.local.json"
+        if local.exists():
+            unregister_mcp(root, only=local)
+        _unignore(root, ".mcp.json")
+    if not dry_run:  # recorded before they exist, so `--uninstall` may remove them
+        new = [root / ".claude"] + (
+            [] if shared else [mcp_path, root / ".claude" / "settings.local.json"]
+        )
+        _remember_created(paths, [p for p in new if not p.exists()])
+    dry = " (dry run: nothing written)" if dry_run else ""
+    for line in register_mcp(root, dry_run=dry_run, shared=shared):
+        print(f"{line}{dry}")
+
+
+def _tracked_by_git(root: Path, path: Path) -> bool:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "--error-unmatch", path.name],
+            capture_output=True,
+            check=False,
+        )
+    except OSError:  # no git: nothing is tracked
+        return False
+    return done.returncode == 0
+
+
+def _unignore(root: Path, line: str) -> None:
+    """Take `line` out of the project's .gitignore (ctxd added it for a file it now shares)."""
+    gitignore = root / ".gitignore"
+    try:
+        lines = gitignore.read_text(encoding="utf-8").splitlines(keepends=True)
+    except OSError:
+        return
+    kept = [x for x in lines if x.strip() != line]
+    if kept != lines:
+        gitignore.write_text("".join(kept), encoding="utf-8")
+        print(f"took {line} out of {gitignore} (it holds a portable command now)")
+
+
+def _unregister_mcp(paths: StatePaths, root: Path, dry_run: bool) -> None:
+    from summarizer.cli.mcp_config import unregister_mcp
+
+    for line in unregister_mcp(root, dry_run=dry_run):
+        print(line + (" (dry run: nothing written)" if dry_run else ""))
+    mcp_path = root / ".mcp.json"
+    if dry_run or not _created(paths, mcp_path):
+        return
+    try:
+        left = json.loads(mcp_path.read_bytes())
+    except (OSError, ValueError):
+        return
+    if left in ({}, {"mcpServers": {}}):
+        mcp_path.unlink()
+        print(f"{mcp_path}: removed (ctxd created it and nothing else is left in it)")
+
+
+def _uninstall(paths: StatePaths, targets: list[Path], dry_run: bool) -> int:
+    if paths.root.is_dir() and not dry_run:
+        from summarizer.cli.lifecycle import stop_daemon
+
+        pid = stop_daemon(paths)
+        print(f"stopped the daemon (pid {pid})" if pid else "no daemon was running")
+    if len(targets) > 1:  # a project (not --user): its MCP server goes too, before the
+        # settings files, so a settings.local.json left empty by both can be removed
+        _unregister_mcp(paths, project_root(paths), dry_run)
+    for target in targets:
+        report = uninstall(
+            target,
+            dry_run=dry_run,
+            delete_if_empty=_created(paths, target),
+            backup_dir=_backups(paths),
+        )
+        _show(report, dry_run, with_backup=False)
+        backup = backup_path(report.path, _backups(paths))
+        if not dry_run and backup.exists():
+            backup.unlink()
+            print(f"removed ctxd's backup {backup}")
+    if not dry_run:
+        claude = targets[0].parent
+        if _created(paths, claude) and claude.is_dir() and not any(claude.iterdir()):
+            claude.rmdir()
+            print(f"removed {claude} (ctxd created it; it is empty now)")
+    if paths.root.is_dir():
+        print(
+            f"kept {paths.root} (the captured sessions; delete it to remove them) and the "
+            ".gitignore entries"
+        )
+    return 0
+
+
+def _backups(paths: StatePaths) -> Path:
+    return paths.root / "backups"
+
+
+def _created(paths: StatePaths, path: Path) -> bool:
+    return str(path) in _read_record(paths)
+
+
+def _read_record(paths: StatePaths) -> list[str]:
+    try:
+        created = json.loads((paths.root / _RECORD).read_bytes()).get("created", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(c) for c in created] if isinstance(created, list) else []
+
+
+def _remember_created(paths: StatePaths, new: list[Path]) -> None:
+    """Record, before creating them, the files ctxd is about to create (so a kill between
+    the two still lets `--uninstall` remove them)."""
+    known = _read_record(paths)
+    added = [str(p) for p in new if str(p) not in known]
+    if added:
+        data = json.dumps({"created": known + added}, indent=2) + "\n"
+        write_private(paths.root / _RECORD, data.encode())
+
+
+def _create_state_dir(paths: StatePaths, dry_run: bool) -> None:
+    from summarizer.cli.sessions import default_config_text
+
+    existed = paths.root.is_dir()
+    has_config = paths.config.exists()
+    if dry_run:
+        if not existed:
+            print(f"would create {paths.root} (0700)")
+        if not has_config:
+            print(f"would write {paths.config}")
+        return
+    paths.ensure()
+    os.chmod(paths.root, 0o700)  # an existing directory keeps its mode otherwise
+    if not existed:
+        print(f"created {paths.root} (0700)")
+    if not has_config:
+        write_private(paths.config, default_config_text())
+        print(f"wrote {paths.config} (the documented defaults; edit to override)")
