@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from indexer.hook import HOOK_FAILURES, failure_count
     from indexer.ingest_lines import IngestStats
     from indexer.lineguard import INT64_MAX
-    from indexer.locks import lock_is_held
+    from indexer.locks import flock_within, lock_is_held
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
@@ -84,6 +84,7 @@ _EXPORTS = {
     "EDIT_TOOLS": "indexer.normalize",
     "INT64_MAX": "indexer.lineguard",
     "lock_is_held": "indexer.locks",
+    "flock_within": "indexer.locks",
     "malloc_trim": "indexer.release",
     "release_memory": "indexer.release",
     "git_root": "indexer.statedir",
@@ -133,6 +134,7 @@ __all__ = [
     "delete_segment",
     "failure_count",
     "find_secrets",
+    "flock_within",
     "git_root",
     "has_unread",
     "is_locked",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import sqlite3
@@ -17,7 +16,7 @@ from indexer.config import Config, load_config
 from indexer.errors import IndexBusyError, StateDirError, translate_sqlite_errors
 from indexer.fileio import sweep_temp_files
 from indexer.ingest import Ingestor, IngestStats
-from indexer.locks import lock_is_held
+from indexer.locks import flock_within, lock_is_held
 from indexer.paths import StatePaths
 from indexer.readonly import complete_size, spool_lag, spool_sizes
 from indexer.release import LARGE_PASS_LINES, release_memory
@@ -35,17 +34,10 @@ def writer_lock(paths: StatePaths, *, wait_s: float = 0.0) -> Iterator[int]:
     paths.ensure()
     fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise IndexBusyError(
-                        f"{paths.lock} is held by another ctxd process (a running daemon?)"
-                    ) from None
-                time.sleep(0.02)
+        if not flock_within(fd, wait_s):
+            raise IndexBusyError(
+                f"{paths.lock} is held by another ctxd process (a running daemon?)"
+            )
         yield fd
     finally:
         os.close(fd)

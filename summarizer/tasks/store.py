@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import re
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import find_secrets, sweep_temp_files, write_atomic
+from indexer import find_secrets, flock_within, sweep_temp_files, write_atomic
 from indexer.paths import FILE_MODE, ensure_private_dir
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.tasks.canon import canonical_json, check_task_id
@@ -66,18 +64,11 @@ class TaskStore:
         path = self.root / LOCK_NAME
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
         try:
-            deadline = time.monotonic() + self.lock_timeout_s
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise LockTimeoutError(
-                            f"{path} is held by another ctxd task command for over "
-                            f"{self.lock_timeout_s:g} s; retry when it has finished"
-                        ) from None
-                    time.sleep(0.01)
+            if not flock_within(fd, self.lock_timeout_s, poll_s=0.01):
+                raise LockTimeoutError(
+                    f"{path} is held by another ctxd task command for over "
+                    f"{self.lock_timeout_s:g} s; retry when it has finished"
+                )
             self._recover(fd)
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
