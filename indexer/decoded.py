@@ -11,6 +11,7 @@ from urllib.parse import unquote
 __all__ = [
     "HIDING_ESCAPE",
     "base64_blobs",
+    "base64_run_spans",
     "base64_texts",
     "decode_base64",
     "unescape",
@@ -78,6 +79,17 @@ def _plausible(run: str) -> bool:
 def base64_blobs(text: str) -> list[tuple[int, int]]:
     """Spans of base64-looking runs long enough to hide a key."""
     return [m.span() for m in _BASE64.finditer(text) if _plausible(m.group())]
+
+
+def base64_run_spans(data: bytes, starts: list[int]) -> list[tuple[int, int]]:
+    """base64_blobs of an ASCII text, from its bytes and the run starts a probe found: the
+    runs are matched where they start instead of searched for across the whole text."""
+    spans = []
+    for start in starts:
+        m = _BASE64_BYTES.match(data, start)
+        if m is not None and _plausible(m.group().decode("ascii")):
+            spans.append(m.span())
+    return spans
 
 
 # The same runs come back event after event (project paths, class names, ids of a session):
