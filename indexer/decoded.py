@@ -81,13 +81,20 @@ def base64_blobs(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in _BASE64.finditer(text) if _plausible(m.group())]
 
 
-def base64_run_spans(data: bytes, starts: list[int]) -> list[tuple[int, int]]:
-    """base64_blobs of an ASCII text, from its bytes and the run starts a probe found: the
-    runs are matched where they start instead of searched for across the whole text."""
+def base64_run_spans(text: str, data: bytes, starts: list[int]) -> list[tuple[int, int]]:
+    """base64_blobs(text) from the run starts a probe found in `data` (text in UTF-8): each
+    run is matched where it starts instead of searched for across the whole text."""
     spans = []
+    same = len(data) == len(text)  # ASCII: byte and character offsets coincide
+    pos = prev = 0
     for start in starts:
-        m = _BASE64_BYTES.match(data, start)
-        if m is not None and _plausible(m.group().decode("ascii")):
+        if same:
+            pos = start
+        else:  # runs are ASCII, so every start is a character boundary
+            pos += len(data[prev:start].decode("utf-8", "surrogatepass"))
+            prev = start
+        m = _BASE64.match(text, pos)
+        if m is not None and _plausible(m.group()):
             spans.append(m.span())
     return spans
 

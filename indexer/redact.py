@@ -71,10 +71,9 @@ def _redact_decoded(text: str, depth: int) -> str:
                 out = redacted
     if depth > 0 and runs:
         spans: list[tuple[int, int, str]] = []
-        # The probe's run starts are offsets in `data`: they locate the blobs of `out` when
-        # nothing was redacted and bytes and characters coincide (ASCII).
-        ascii_same = out is text and text.isascii()
-        for start, end in base64_run_spans(data, runs) if ascii_same else base64_blobs(out):
+        # The probe's run starts locate the blobs of `out` when nothing was redacted.
+        blobs = base64_run_spans(text, data, runs) if out is text else base64_blobs(out)
+        for start, end in blobs:
             inner = decode_base64(out[start:end])
             # Text hidden in base64 goes whole when any rule may match it: a blob clipped
             # with its text may have lost the end of the key that a rule needs.
