@@ -18,7 +18,8 @@ from indexer.models import Entry, HookPayload
 from indexer.normalize import PayloadError, normalize
 from indexer.redact import _ENTRY_TEXT, redact_detail, redact_entry, redact_text
 from indexer.redact_raw import redact_bytes
-from indexer.secret_scan import probe
+from indexer.secret_rules import RULES
+from indexer.secret_scan import _START_WORDS, _matches, probe
 from tests.helpers import CORPUS
 
 _PAYLOAD = msgspec.json.Decoder(HookPayload)
@@ -130,3 +131,28 @@ def test_probe_located_runs_are_the_searched_blobs(text: str) -> None:
 def test_detail_redacts_as_the_plain_way(value: dict[str, Any]) -> None:
     raw = json.dumps(value, separators=(",", ":")).encode()
     assert redact_detail(raw) == _slow_detail(raw)
+
+
+_WORDS = ["key", "KEY", "Token", "secret", "passwd", "PassWord", "auth", "credential", "salt"]
+
+
+@st.composite
+def assignment_text(draw: st.DrawFn) -> str:
+    """Text dense in the entropy rule's words, assignments and key-looking values."""
+    parts = []
+    for _ in range(draw(st.integers(1, 10))):
+        parts.append(draw(st.sampled_from(_WORDS)))
+        parts.append(draw(st.sampled_from(["", "_id", ".x", "'", '"'])))
+        parts.append(draw(st.sampled_from(["=", ": ", ":=", " => ", " ", ""])))
+        parts.append(draw(st.text(_B64 + ".~", min_size=0, max_size=40)))
+        parts.append(draw(st.text(max_size=6) | st.sampled_from([" ", "\n", ","])))
+    return "".join(parts)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(assignment_text())
+def test_word_located_matches_are_finditer(text: str) -> None:
+    for rule in RULES:
+        if rule.kind in _START_WORDS:
+            fast = [m.span() for m in _matches(rule.pattern, rule.kind, text)]
+            assert fast == [m.span() for m in rule.pattern.finditer(text)]
