@@ -11,6 +11,7 @@ from urllib.parse import unquote
 __all__ = [
     "HIDING_ESCAPE",
     "base64_blobs",
+    "base64_run_spans",
     "base64_texts",
     "decode_base64",
     "unescape",
@@ -78,6 +79,24 @@ def _plausible(run: str) -> bool:
 def base64_blobs(text: str) -> list[tuple[int, int]]:
     """Spans of base64-looking runs long enough to hide a key."""
     return [m.span() for m in _BASE64.finditer(text) if _plausible(m.group())]
+
+
+def base64_run_spans(text: str, data: bytes, starts: list[int]) -> list[tuple[int, int]]:
+    """base64_blobs(text) from the run starts a probe found in `data` (text in UTF-8): each
+    run is matched where it starts instead of searched for across the whole text."""
+    spans = []
+    same = len(data) == len(text)  # ASCII: byte and character offsets coincide
+    pos = prev = 0
+    for start in starts:
+        if same:
+            pos = start
+        else:  # runs are ASCII, so every start is a character boundary
+            pos += len(data[prev:start].decode("utf-8", "surrogatepass"))
+            prev = start
+        m = _BASE64.match(text, pos)
+        if m is not None and _plausible(m.group()):
+            spans.append(m.span())
+    return spans
 
 
 # The same runs come back event after event (project paths, class names, ids of a session):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from indexer.decoded import HIDING_ESCAPE
 from indexer.secret_rules import RULES, is_placeholder
@@ -135,6 +135,43 @@ def probe_rules(data: bytes) -> set[int]:
     return probe(data)[0]
 
 
+# Rules whose every match starts on one of these words (any case): on ASCII text they are
+# tried only where a word starts, found with str.find, instead of at every position (a regex
+# opening on a case-blind alternation gets no fast skip from `re`).
+_START_WORDS = {
+    "high-entropy-secret": (
+        "key",
+        "token",
+        "secret",
+        "passw",
+        "auth",
+        "credential",
+        "signature",
+        "salt",
+    ),
+}
+
+
+def _matches(pattern: re.Pattern[str], kind: str, text: str) -> Iterator[re.Match[str]]:
+    """pattern.finditer(text), for a rule of _START_WORDS on ASCII text by its words."""
+    words = _START_WORDS.get(kind)
+    if words is None or not text.isascii():  # (?i) also folds non-ASCII letters (K, ſ)
+        yield from pattern.finditer(text)
+        return
+    lower = text.lower()
+    starts: set[int] = set()
+    for word in words:
+        i = lower.find(word)
+        while i >= 0:
+            starts.add(i)
+            i = lower.find(word, i + 1)
+    end = 0
+    for start in sorted(starts):
+        if start >= end and (m := pattern.match(text, start)) is not None:
+            end = max(m.end(), start + 1)
+            yield m
+
+
 def find_secrets(text: str) -> list[tuple[int, int, str]]:
     """(start, end, kind) of every secret the rules find in text, in no particular order."""
     data = text.encode("utf-8", "surrogatepass")
@@ -144,7 +181,7 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
     for i in sorted(hits - {HIDDEN, LEGACY}):
         rule = RULES[i]
-        for m in rule.pattern.finditer(text):
+        for m in _matches(rule.pattern, rule.kind, text):
             group = next((g for g in _SECRET_GROUPS if g in m.re.groupindex and m.group(g)), None)
             start, end = m.span(group) if group else m.span()
             value = text[start:end]
