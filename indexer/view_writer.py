@@ -10,10 +10,10 @@ from pathlib import Path
 
 import msgspec
 
-from indexer import store
+from indexer import safefs, store
 from indexer.fileio import write_all, write_atomic
 from indexer.models import Entry, ViewLine
-from indexer.paths import FILE_MODE, StatePaths, ensure_private_dir, is_valid_view_name
+from indexer.paths import FILE_MODE, StatePaths, is_valid_view_name
 from indexer.store import StoredEntry
 
 INSTRUCTION_EVENTS = frozenset({"agent_start", "agent_complete", "agent_launched", "agent_failed"})
@@ -80,7 +80,6 @@ class ViewWriter:
         self.paths = paths
         self._last_seq: dict[Path, int] = {}
         self._fds: dict[Path, int] = {}  # insertion order = least recently used first
-        self._dirs: set[Path] = set()
 
     def append(self, entries: Iterable[StoredEntry]) -> int:
         """Append entries (ascending ids) to their views; return lines written."""
@@ -117,9 +116,9 @@ class ViewWriter:
         ]
         self._drop(path)  # an open fd would keep writing to the replaced file
         if chunks:
-            write_atomic(path, b"".join(chunks))
+            write_atomic(path, b"".join(chunks), root=self.paths.root)
         else:  # every entry moved to another agent: no view is left for this one
-            path.unlink(missing_ok=True)
+            safefs.unlink(self.paths.root, path)
 
     def forget(self) -> None:
         """Close open views and drop remembered positions (files changed behind our back)."""
@@ -134,11 +133,10 @@ class ViewWriter:
     def _fd(self, path: Path) -> int:
         fd = self._fds.pop(path, None)
         if fd is None:
-            if path.parent not in self._dirs:
-                ensure_private_dir(path.parent)
-                self._dirs.add(path.parent)
+            # Opened through directory fds walked from the state dir: a session folder
+            # swapped for a symlink at any moment is refused, never written through.
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(path, flags, FILE_MODE)
+            fd = safefs.open_file(self.paths.root, path, flags, FILE_MODE)
             if len(self._fds) >= _MAX_OPEN_VIEWS:
                 self._drop(next(iter(self._fds)))
         self._fds[path] = fd

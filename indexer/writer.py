@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer import store, views
+from indexer import safefs, store, views
 from indexer.config import Config, load_config
 from indexer.errors import IndexBusyError, StateDirError
 from indexer.fileio import sweep_temp_files
@@ -33,7 +33,7 @@ def writer_lock(paths: StatePaths, *, wait_s: float = 0.0) -> Iterator[int]:
     Raises IndexBusyError if another process still holds it after `wait_s` seconds.
     """
     paths.ensure()
-    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    fd = safefs.open_file(paths.root, paths.lock, os.O_RDWR | os.O_CREAT)
     try:
         deadline = time.monotonic() + wait_s
         while True:

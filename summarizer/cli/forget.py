@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import calendar
 import os
-import shutil
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from indexer import store, views
+from indexer import safefs, store, views
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, check_session_id
 from indexer.spool import is_segment_name
@@ -63,15 +61,14 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
             _delete_spool(paths, conn, report, before_ns)
             for sid in report.sessions:
                 for folder in (paths.sessions / sid, paths.resume / sid):
-                    _remove_tree(folder)
+                    safefs.rmtree(paths.root, folder)  # a symlink there is removed, not followed
             if report.sessions or report.rows:
                 # The project-wide view and the views of sessions that keep some entries
                 # still hold forgotten lines: rebuild every view from what is left.
                 views.rebuild_all(conn, paths)
             if report.sessions:
                 # Built from the memory of every session: rebuilt at the next compaction.
-                for name in os.listdir(paths.context) if paths.context.is_dir() else ():
-                    _remove_tree(paths.context / name)
+                safefs.clear_dir(paths.root, paths.context)
             # Deleted rows stay in free pages and in the WAL until both are rewritten (unless
             # SQLite was built with secure_delete on, which zeroes freed pages).
             conn.execute("VACUUM")
@@ -138,17 +135,6 @@ def _delete_spool(
             return holds(fd, name)
 
         delete_segment(conn, paths, name, known.get(name), report.spool, wanted)
-
-
-def _remove_tree(path: Path) -> None:
-    """Delete a file or a directory tree; a symlink is removed itself, never followed."""
-    try:
-        if path.is_symlink() or not path.is_dir():
-            path.unlink(missing_ok=True)
-        else:
-            shutil.rmtree(path)  # rmtree does not follow symlinks inside the tree
-    except FileNotFoundError:
-        pass
 
 
 def _parse_date(text: str) -> int:

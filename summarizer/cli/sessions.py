@@ -181,5 +181,5 @@ def _create_state_dir(paths: StatePaths, dry_run: bool) -> None:
     if not existed:
         print(f"created {paths.root} (0700)")
     if not has_config:
-        write_atomic(paths.config, default_config_text())
+        write_atomic(paths.config, default_config_text(), root=paths.root)
         print(f"wrote {paths.config} (the documented defaults; edit to override)")
