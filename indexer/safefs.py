@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
-from collections.abc import Iterator
 
 from indexer.errors import StateDirError
+
+TYPE_CHECKING = False  # not `typing`: the SessionStart fast path imports this module
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = [
     "UnsafeStateDir",
@@ -169,6 +171,8 @@ def rmtree(root: StrPath, path: StrPath) -> bool:
             except FileNotFoundError:
                 return False
             if stat.S_ISDIR(st.st_mode):
+                import shutil  # lazily: it loads bz2 and lzma, the hook path never deletes
+
                 shutil.rmtree(name, dir_fd=dfd)
             else:
                 os.unlink(name, dir_fd=dfd)
@@ -193,6 +197,8 @@ def clear_dir(root: StrPath, path: StrPath) -> int:
         for name, is_dir in entries:
             try:
                 if is_dir:
+                    import shutil
+
                     shutil.rmtree(name, dir_fd=dfd)
                 else:
                     os.unlink(name, dir_fd=dfd)

@@ -231,7 +231,8 @@ def publish(
     )
     _write(
         paths,
-        paths.context / DECISIONS_FILE, {**common, "tokenCount": d_tokens, "decisions": decisions}
+        paths.context / DECISIONS_FILE,
+        {**common, "tokenCount": d_tokens, "decisions": decisions},
     )
     failures, f_tokens = _bounded(
         [
