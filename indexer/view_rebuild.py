@@ -16,7 +16,7 @@ from pathlib import Path
 from indexer import safefs, store
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths, ensure_private_dir
-from indexer.view_writer import ViewWriter, append_after
+from indexer.view_writer import ViewWriter, append_after, refuse_symlink
 
 MARKER = "views_rebuild"
 SHADOW = "views.new"
@@ -87,7 +87,11 @@ def _swap_in(shadow_fd: int, sessions_fd: int) -> set[str]:
         elif d.is_dir(follow_symlinks=False):
             src = _open_subdir(d.name, shadow_fd, create=False)
             try:
-                dst = _open_subdir(d.name, sessions_fd, create=True)
+                try:
+                    dst = _open_subdir(d.name, sessions_fd, create=True)
+                except StateDirError as e:
+                    refuse_symlink(Path("sessions") / d.name, e)
+                    continue
                 try:
                     with os.scandir(src) as files:
                         names = [f.name for f in files if f.is_file(follow_symlinks=False)]
