@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,9 @@ def _spool(tmp_path: Path) -> StatePaths:
 
 
 @pytest.fixture
-def retention_mid_scan(monkeypatch: pytest.MonkeyPatch) -> None:
-    """os.scandir lists the indexed segment first, and that segment is deleted (as retention
-    does) between the listing and the stat of its entry."""
+def retention_mid_scan(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Once armed, os.scandir lists the indexed segment first, and that segment is deleted
+    (as retention does) between the listing and the stat of its entry."""
     real_scandir = os.scandir
 
     class Listing:
@@ -63,26 +63,38 @@ def retention_mid_scan(monkeypatch: pytest.MonkeyPatch) -> None:
                     os.unlink(d.path)
                 yield d
 
-    monkeypatch.setattr(os, "scandir", Listing)
+    def arm() -> None:
+        monkeypatch.setattr(os, "scandir", Listing)
+
+    return arm
 
 
-@pytest.mark.usefixtures("retention_mid_scan")
-def test_index_is_current_sees_the_unindexed_segment_after_a_deleted_one(tmp_path: Path) -> None:
+def test_index_is_current_sees_the_unindexed_segment_after_a_deleted_one(
+    tmp_path: Path, retention_mid_scan: Callable[[], None]
+) -> None:
     paths = _spool(tmp_path)
     conn = connect_readonly(paths.index_db)
     assert conn is not None
     try:
+        retention_mid_scan()
         assert not index_is_current(conn, paths.spool)
+        assert not (paths.spool / OLD).exists()
     finally:
         conn.close()
 
 
-@pytest.mark.usefixtures("retention_mid_scan")
-def test_spool_sizes_and_lag_keep_every_other_segment(tmp_path: Path) -> None:
+@pytest.mark.parametrize("check", ["sizes", "lag"])
+def test_spool_sizes_and_lag_keep_every_other_segment(
+    tmp_path: Path, retention_mid_scan: Callable[[], None], check: str
+) -> None:
     paths = _spool(tmp_path)
     size = (paths.spool / NEW).stat().st_size
-    assert spool_sizes(paths.spool) == {NEW: size}
-    assert spool_lag(paths.spool, {OLD: 10**6}) == (size, 1)
+    retention_mid_scan()
+    if check == "sizes":
+        assert spool_sizes(paths.spool) == {NEW: size}
+    else:
+        assert spool_lag(paths.spool, {OLD: 10**6}) == (size, 1)
+    assert not (paths.spool / OLD).exists()
 
 
 def test_a_symlink_in_the_spool_is_no_segment(tmp_path: Path) -> None:
