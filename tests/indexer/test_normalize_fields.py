@@ -196,3 +196,28 @@ def test_bounded_raw_clips_lists_and_then_harder() -> None:
     assert json.loads(bounded_raw(raw, 100)) == {"a": [cut_100, 5, {"b": cut_100}]}
     many = json.dumps([*range(250), "z" * 2000]).encode()
     assert json.loads(bounded_raw(many, 100)) == list(range(200))
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (None, "unknown explicit event kind ''"),
+        ("[1]", "ctxd_record must be an object"),
+    ],
+)
+def test_explicit_records_that_cannot_become_entries(record: str | None, message: str) -> None:
+    raw = b'{"session_id":"s1","hook_event_name":"CtxdEmit"'
+    raw += (b',"ctxd_record":' + record.encode() if record else b"") + b"}"
+    p = msgspec.json.decode(raw, type=HookPayload)
+    with pytest.raises(PayloadError) as e:
+        normalize(p, ts_ns=1, pid=2, file_id=3, offset=4, line_no=5,
+                  max_text_chars=10, max_detail_bytes=100)
+    assert str(e.value) == message
+
+
+def test_explicit_record_without_a_summary_has_an_empty_description() -> None:
+    e = _norm({"hook_event_name": "CtxdEmit", "ctxd_record": {"kind": "note"}})
+    assert (e.event, e.description, e.text) == ("note", "", "")
+    named = _norm({"hook_event_name": "CtxdEmit",
+                   "ctxd_record": {"kind": "feature_start", "name": "login"}})
+    assert (named.event, named.description, named.text) == ("feature_start", "login", "")
