@@ -95,8 +95,8 @@ def open_dir(root: StrPath, path: StrPath | None = None, *, create: bool = True)
             fd = child
     except UnsafeStateDir as e:
         raise StateDirError(
-            f"{os.path.join(root, *parts)}: {e}; ctxd never follows a symlink in its state "
-            "directory (remove the link, or run ctxd doctor)"
+            f"{e} (under {root}): ctxd never uses a symlink, another user's directory or one "
+            "writable by others in its state directory; remove or fix it (see ctxd doctor)"
         ) from None
     return fd
 
