@@ -112,3 +112,17 @@ def test_the_build_writes_state_context_and_todos(tmp_path: Path) -> None:
 def test_no_index_and_no_spool_builds_nothing(tmp_path: Path) -> None:
     state = tmp_path / "state"
     assert build_for_session_start(str(state), OWN, "compact", time.monotonic() + 5) == ""
+
+
+def test_a_build_after_clear_writes_the_cleared_session(tmp_path: Path) -> None:
+    now = time.time_ns()
+    paths = StatePaths(tmp_path / "state")
+    paths.ensure()
+    _spool(paths, [
+        (now - 10**9, {"session_id": CLEARED, "hook_event_name": "UserPromptSubmit",
+                       "prompt": "add the login page"}),
+        (now, {"session_id": CLEARED, "hook_event_name": "SessionEnd", "reason": "clear"}),
+    ])
+    folder = build_for_session_start(str(paths.root), NEW, "clear", time.monotonic() + 30)
+    assert folder == str(paths.root / "resume" / CLEARED)
+    assert build_for_session_start(str(paths.root), NEW, "resume", time.monotonic() + 30) == ""
