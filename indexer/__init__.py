@@ -11,9 +11,13 @@ and therefore this package first, loads no third-party module (ARCHITECTURE I1).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+# Not `from typing import TYPE_CHECKING`: the SessionStart fast path imports this package (for
+# indexer.safefs) and must not pay for `typing`; mypy treats any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from indexer.config import Config, load_config, parse_config
     from indexer.errors import (
         ConfigError,

@@ -75,6 +75,8 @@ def build_line(payload: bytes, ts_ns: int, pid: int) -> bytes:
     return head + body + b"}\n"
 
 
+# The same walk as indexer/safefs.py, which the daemon and the commands use (a copy: this
+# script imports only the stdlib; tests/indexer/test_safefs.py checks the two are identical).
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

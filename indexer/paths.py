@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from indexer.errors import InvalidIdError, StateDirError
+from indexer.safefs import open_dir
 from indexer.statedir import state_dir as _resolve_state_dir
 
 # Session ids are UUIDs in Claude Code; ctxd also accepts the short, readable ids that tests
@@ -143,17 +144,18 @@ class StatePaths:
     def ensure(self) -> None:
         """Create the state directory tree with private permissions."""
         for path in (self.root, self.spool, self.sessions, self.context, self.resume):
-            ensure_private_dir(path)
+            ensure_private_dir(path, self.root)
 
 
-def ensure_private_dir(path: Path) -> None:
-    """mkdir -p with 0700, refusing a symlink in place of the directory."""
+def ensure_private_dir(path: Path, root: Path | None = None) -> None:
+    """mkdir -p with 0700, walked by directory fds from the state dir `root` (`path` itself if
+    None), refusing a symlink at any step below it (indexer.safefs)."""
     try:
-        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        os.close(open_dir(root if root is not None else path, path))
+    except StateDirError:
+        raise
     except OSError as e:
         raise StateDirError(f"cannot create {path}: {e.strerror}; check its permissions") from e
-    if path.is_symlink():
-        raise StateDirError(f"{path} is a symlink; ctxd does not follow symlinks in its state dir")
 
 
 def resolve_state_paths(explicit: str | None = None, cwd: str | None = None) -> StatePaths:

@@ -8,8 +8,10 @@ answer; otherwise the caller falls back to `indexer.writer.catch_up`.
 
 from __future__ import annotations
 
+import io
 import os
 import sqlite3
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,7 +21,7 @@ SCHEMA_VERSION = 1  # must equal indexer.store.SCHEMA_VERSION (checked by the te
 def complete_size(path: Path, size: int) -> int:
     """The size of `path` up to and including its last b"\\n" (its complete lines only)."""
     try:
-        with open(path, "rb") as f:
+        with _open_nofollow(path) as f:
             pos = size
             while pos > 0:
                 start = max(0, pos - 65536)
@@ -28,21 +30,29 @@ def complete_size(path: Path, size: int) -> int:
                 if i >= 0:
                     return start + i + 1
                 pos = start
-    except FileNotFoundError:
+    except OSError:  # deleted by retention meanwhile, or a symlink: nothing to index there
         pass
     return 0
 
 
 def spool_sizes(spool: Path) -> dict[str, int]:
-    """The current size of every spool segment."""
+    """The current size of every spool segment (regular files only: a symlink planted in the
+    spool is never a segment, see indexer.safefs)."""
     sizes: dict[str, int] = {}
     try:
         with os.scandir(spool) as it:
-            for d in it:
-                if d.name.endswith(".jsonl"):
-                    sizes[d.name] = d.stat(follow_symlinks=False).st_size
+            entries = [d for d in it if d.name.endswith(".jsonl")]
     except FileNotFoundError:
-        pass
+        return sizes
+    for d in entries:
+        # Per file: retention may delete a segment between the listing and its stat; that
+        # segment was fully indexed, the others must still be counted.
+        try:
+            st = d.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            sizes[d.name] = st.st_size
     return sizes
 
 
@@ -75,12 +85,7 @@ def connect_readonly(index_db: Path) -> sqlite3.Connection | None:
 def index_is_current(conn: sqlite3.Connection, spool: Path) -> bool:
     """True if every complete spool line is indexed and every view is level with the index."""
     offsets = dict(conn.execute("SELECT name, offset FROM files WHERE active=1").fetchall())
-    try:
-        with os.scandir(spool) as it:
-            segments = [(d.name, d.stat().st_size) for d in it if d.name.endswith(".jsonl")]
-    except FileNotFoundError:
-        segments = []
-    for name, size in segments:
+    for name, size in spool_sizes(spool).items():
         offset = offsets.get(name, 0)
         if size > offset and complete_size(spool / name, size) > offset:
             return False
@@ -120,7 +125,7 @@ def count_agent_entries(conn: sqlite3.Connection, session_id: str, agent_id: str
 def _count_newlines(path: Path, start: int, end: int) -> int:
     total = 0
     try:
-        with open(path, "rb") as f:
+        with _open_nofollow(path) as f:
             f.seek(start)
             remaining = end - start
             while remaining > 0:
@@ -129,6 +134,10 @@ def _count_newlines(path: Path, start: int, end: int) -> int:
                     break
                 total += block.count(b"\n")
                 remaining -= len(block)
-    except FileNotFoundError:
+    except OSError:
         return 0
     return total
+
+
+def _open_nofollow(path: Path) -> io.BufferedReader:
+    return open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,6 +27,8 @@ def snapshot(spool: Path) -> SpoolSnapshot:
                     st = d.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # a symlink planted in the spool is no segment (never read)
                 seen[d.name] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     except FileNotFoundError:
         pass

@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from indexer import store
+from indexer import safefs, store
+from indexer.errors import StateDirError
 from indexer.paths import StatePaths
 from indexer.tailer import Action, FileState, decide, observe
 
@@ -74,8 +75,16 @@ def delete_segment(
     holds the writer lock), under the segment's append flock; record what was done."""
     path = paths.spool / name
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # The segment is opened, checked and unlinked relative to the spool's fd: a spool
+        # swapped for a symlink meanwhile is refused, nothing outside it is deleted.
+        spool_fd = safefs.open_dir(paths.root, paths.spool, create=False)
+    except (OSError, StateDirError) as e:
+        log.warning("retention: cannot open %s: %s", paths.spool, e)
+        return
+    try:
+        fd = os.open(name, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=spool_fd)
     except OSError:
+        os.close(spool_fd)
         return
     try:
         if not wanted(fd):
@@ -84,17 +93,18 @@ def delete_segment(
         if not _fully_indexed(fd, stored):
             report.segments_kept_unindexed.append(name)
             return
-        if os.stat(path, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
+        if os.stat(name, dir_fd=spool_fd, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
             return  # replaced meanwhile: not the file that was indexed
         if stored is not None:
             # Retire first: a segment that vanishes while still tracked is reported as lost.
             store.retire_file(conn, stored.file_id)
-        os.unlink(path)
+        os.unlink(name, dir_fd=spool_fd)
         report.segments_deleted.append(name)
     except OSError as e:
         log.warning("retention: cannot check or delete %s: %s", path, e)
     finally:
         os.close(fd)
+        os.close(spool_fd)
 
 
 def retention_due(conn: sqlite3.Connection, interval_s: float, now: float) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import search_index
+from indexer import safefs, search_index
 from indexer.errors import IndexCorruptError
 from indexer.locks import lock_is_held
 from indexer.models import Entry
@@ -101,8 +101,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         if readonly:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
         else:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-            os.close(fd)
+            # Created relative to the state dir's fd (itself opened O_NOFOLLOW): SQLite then
+            # opens it by path, which is the one place a swapped state dir is not caught.
+            os.close(safefs.open_file(path.parent, path, os.O_RDWR | os.O_CREAT))
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=10000")
         if not readonly:

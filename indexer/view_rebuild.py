@@ -10,13 +10,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
-from indexer import store
+from indexer import safefs, store
+from indexer.errors import StateDirError
 from indexer.paths import StatePaths, ensure_private_dir
-from indexer.view_writer import ViewWriter, append_after
+from indexer.view_writer import ViewWriter, append_after, refuse_symlink
 
 MARKER = "views_rebuild"
 SHADOW = "views.new"
@@ -49,63 +49,93 @@ def rebuild(conn: sqlite3.Connection, paths: StatePaths) -> int:
     updates run in the caller's transaction if there is one.
     """
     shadow = paths.root / SHADOW
-    _remove_tree(shadow)
-    ensure_private_dir(shadow)
+    safefs.rmtree(paths.root, shadow)
+    ensure_private_dir(shadow, paths.root)
     writer = ViewWriter(_ShadowPaths(paths.root))
     try:
         written, _ = append_after(conn, writer, 0)
     finally:
         writer.close()
-    fresh = _swap_in(shadow, paths.sessions)
-    _remove_stale(paths.sessions, fresh)
-    _remove_tree(shadow)
+    # Every step below works on directory fds walked from the state dir (indexer.safefs): a
+    # session folder swapped for a symlink meanwhile is refused, never written or deleted in.
+    shadow_fd = safefs.open_dir(paths.root, shadow, create=False)
+    try:
+        sessions_fd = safefs.open_dir(paths.root, paths.sessions)
+        try:
+            fresh = _swap_in(shadow_fd, sessions_fd)
+            _remove_stale(sessions_fd, fresh)
+        finally:
+            os.close(sessions_fd)
+    finally:
+        os.close(shadow_fd)
+    safefs.rmtree(paths.root, shadow)
     conn.execute("DELETE FROM dirty_views")
     store.set_meta(conn, "views_upto", str(store.max_entry_id(conn)))
     conn.execute("DELETE FROM meta WHERE key=?", (MARKER,))
     return written
 
 
-def _swap_in(shadow: Path, sessions: Path) -> set[str]:
+def _swap_in(shadow_fd: int, sessions_fd: int) -> set[str]:
     """Rename every shadow view over its live path; return the relative names moved."""
-    ensure_private_dir(sessions)
     moved: set[str] = set()
-    with os.scandir(shadow) as it:
+    with os.scandir(shadow_fd) as it:
         entries = sorted(it, key=lambda d: d.name)
     for d in entries:
         if d.is_file(follow_symlinks=False):
-            os.replace(d.path, sessions / d.name)
+            os.replace(d.name, d.name, src_dir_fd=shadow_fd, dst_dir_fd=sessions_fd)
             moved.add(d.name)
         elif d.is_dir(follow_symlinks=False):
-            ensure_private_dir(sessions / d.name)
-            with os.scandir(d.path) as files:
-                for f in files:
-                    if f.is_file(follow_symlinks=False):
-                        os.replace(f.path, sessions / d.name / f.name)
-                        moved.add(f"{d.name}/{f.name}")
+            src = _open_subdir(d.name, shadow_fd, create=False)
+            try:
+                try:
+                    dst = _open_subdir(d.name, sessions_fd, create=True)
+                except StateDirError as e:
+                    refuse_symlink(Path("sessions") / d.name, e)
+                    continue
+                try:
+                    with os.scandir(src) as files:
+                        names = [f.name for f in files if f.is_file(follow_symlinks=False)]
+                    for name in names:
+                        os.replace(name, name, src_dir_fd=src, dst_dir_fd=dst)
+                        moved.add(f"{d.name}/{name}")
+                finally:
+                    os.close(dst)
+            finally:
+                os.close(src)
     return moved
 
 
-def _remove_stale(sessions: Path, keep: set[str]) -> None:
+def _remove_stale(sessions_fd: int, keep: set[str]) -> None:
     """Delete view files the index no longer has (and session folders left empty)."""
-    with os.scandir(sessions) as it:
+    with os.scandir(sessions_fd) as it:
         entries = list(it)
     for d in entries:
         if d.is_file(follow_symlinks=False) and d.name.endswith(".jsonl") and d.name not in keep:
-            os.unlink(d.path)
+            os.unlink(d.name, dir_fd=sessions_fd)
         elif d.is_dir(follow_symlinks=False):
-            with os.scandir(d.path) as files:
-                for f in list(files):
-                    rel = f"{d.name}/{f.name}"
-                    if f.name.endswith(".jsonl") and not f.name.startswith(".") and rel not in keep:
-                        os.unlink(f.path)
             try:
-                os.rmdir(d.path)  # only succeeds if nothing else (todos.json) lives there
+                sub = _open_subdir(d.name, sessions_fd, create=False)
+            except (OSError, StateDirError):
+                continue  # gone, or swapped for a symlink since the listing: not ours to clean
+            try:
+                with os.scandir(sub) as files:
+                    names = [f.name for f in files]
+                for name in names:
+                    stale = name.endswith(".jsonl") and f"{d.name}/{name}" not in keep
+                    if stale and not name.startswith("."):
+                        os.unlink(name, dir_fd=sub)
+            finally:
+                os.close(sub)
+            try:
+                os.rmdir(d.name, dir_fd=sessions_fd)  # only if nothing else (todos.json) is there
             except OSError:
                 pass
 
 
-def _remove_tree(path: Path) -> None:
-    if path.is_symlink():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
+def _open_subdir(name: str, dir_fd: int, *, create: bool) -> int:
+    try:
+        return safefs.open_private_dir(name, dir_fd, create)
+    except safefs.UnsafeStateDir as e:
+        raise StateDirError(
+            f"{name}: {e}; ctxd never follows a symlink in its state directory"
+        ) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import sqlite3
 import time
@@ -10,11 +12,14 @@ from pathlib import Path
 
 import msgspec
 
-from indexer import store
+from indexer import safefs, store
+from indexer.errors import StateDirError
 from indexer.fileio import write_all, write_atomic
 from indexer.models import Entry, ViewLine
-from indexer.paths import FILE_MODE, StatePaths, ensure_private_dir, is_valid_view_name
+from indexer.paths import FILE_MODE, StatePaths, is_valid_view_name
 from indexer.store import StoredEntry
+
+log = logging.getLogger("ctxd.views")
 
 INSTRUCTION_EVENTS = frozenset({"agent_start", "agent_complete", "agent_launched", "agent_failed"})
 AGENT_INSTRUCTIONS = "agent-instructions.jsonl"
@@ -87,7 +92,6 @@ class ViewWriter:
         self.paths = paths
         self._last_seq: dict[Path, int] = {}
         self._fds: dict[Path, int] = {}  # insertion order = least recently used first
-        self._dirs: set[Path] = set()
 
     def append(self, entries: Iterable[StoredEntry]) -> int:
         """Append entries (ascending ids) to their views; return lines written."""
@@ -104,7 +108,13 @@ class ViewWriter:
                 groups.setdefault(path, []).append((se.id, line))
         written = 0
         for path, lines in groups.items():
-            fd = self._fd(path)
+            try:
+                fd = self._fd(path)
+            except (StateDirError, OSError) as e:
+                if isinstance(e, OSError) and e.errno != errno.ELOOP:
+                    raise
+                refuse_symlink(path, e)
+                continue
             last = self._last_seq.get(path)
             if last is None:
                 last = self._last_seq[path] = last_seq_of_fd(fd)
@@ -123,10 +133,13 @@ class ViewWriter:
             for se in store.agent_entries(conn, session_id, view)
         ]
         self._drop(path)  # an open fd would keep writing to the replaced file
-        if chunks:
-            write_atomic(path, b"".join(chunks))
-        else:  # every entry moved to another agent: no view is left for this one
-            path.unlink(missing_ok=True)
+        try:
+            if chunks:
+                write_atomic(path, b"".join(chunks), root=self.paths.root)
+            else:  # every entry moved to another agent: no view is left for this one
+                safefs.unlink(self.paths.root, path)
+        except StateDirError as e:
+            refuse_symlink(path, e)
 
     def forget(self) -> None:
         """Close open views and drop remembered positions (files changed behind our back)."""
@@ -141,11 +154,10 @@ class ViewWriter:
     def _fd(self, path: Path) -> int:
         fd = self._fds.pop(path, None)
         if fd is None:
-            if path.parent not in self._dirs:
-                ensure_private_dir(path.parent)
-                self._dirs.add(path.parent)
+            # Opened through directory fds walked from the state dir: a session folder
+            # swapped for a symlink at any moment is refused, never written through.
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(path, flags, FILE_MODE)
+            fd = safefs.open_file(self.paths.root, path, flags, FILE_MODE)
             if len(self._fds) >= _MAX_OPEN_VIEWS:
                 self._drop(next(iter(self._fds)))
         self._fds[path] = fd
@@ -168,6 +180,12 @@ def append_after(conn: sqlite3.Connection, writer: ViewWriter, upto: int) -> tup
             return written, upto
         written += writer.append(batch)
         upto = batch[-1].id
+
+
+def refuse_symlink(path: Path, error: Exception) -> None:
+    """Skip a view whose folder or file is a symlink: the index keeps every entry, and
+    `ctxd rebuild` writes the view once the link is gone (`ctxd doctor` lists such links)."""
+    log.warning("view %s not written: %s", path, error)
 
 
 def last_seq_of_fd(fd: int) -> int:

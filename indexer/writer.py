@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer import store, views
+from indexer import safefs, store, views
 from indexer.config import Config, load_config
 from indexer.errors import IndexBusyError, StateDirError, translate_sqlite_errors
 from indexer.fileio import sweep_temp_files
@@ -32,7 +32,7 @@ def writer_lock(paths: StatePaths, *, wait_s: float = 0.0) -> Iterator[int]:
     Raises IndexBusyError if another process still holds it after `wait_s` seconds.
     """
     paths.ensure()
-    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    fd = safefs.open_file(paths.root, paths.lock, os.O_RDWR | os.O_CREAT)
     try:
         if not flock_within(fd, wait_s):
             raise IndexBusyError(

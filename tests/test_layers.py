@@ -278,6 +278,7 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer.purge",
         "indexer.query",
         "indexer.recall",
+        "indexer.safefs",
         "indexer.search_index",
         "indexer.session_query",
         "indexer.task_lookup",

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import calendar
 import os
-import shutil
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from indexer import (
     RetentionReport,
@@ -19,6 +17,7 @@ from indexer import (
     purge,
     query,
     rebuild_all,
+    safefs,
 )
 from indexer.agentid import is_valid_agent_id
 from indexer.errors import CtxdError
@@ -81,13 +80,14 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
                     paths.resume / sid,
                     handoff / "sessions" / sid,
                 ):
-                    _remove_tree(folder)
-                _remove_tree(paths.root / "pages" / f"{sid}.html")  # `ctxd view`'s page
+                    safefs.rmtree(paths.root, folder)
+                page = paths.root / "pages" / f"{sid}.html"  # `ctxd view`'s page
+                safefs.rmtree(paths.root, page)
             # Agents' accounts may tell of a forgotten run: drop them, then rewrite those of
             # agents that still have a run in a session that stays.
             for agent_id in agents:
                 if is_valid_agent_id(agent_id):
-                    _remove_tree(handoff / ACCOUNTS_DIR / f"{agent_id}.md")
+                    safefs.rmtree(paths.root, handoff / ACCOUNTS_DIR / f"{agent_id}.md")
             write_accounts(conn, paths, agents)
             if report.sessions or report.rows:
                 # The project-wide view and the views of sessions that keep some entries
@@ -95,8 +95,7 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
                 rebuild_all(conn, paths)
             if report.sessions:
                 # Built from the memory of every session: rebuilt at the next compaction.
-                for name in os.listdir(paths.context) if paths.context.is_dir() else ():
-                    _remove_tree(paths.context / name)
+                safefs.clear_dir(paths.root, paths.context)
             # Deleted rows stay in free pages and in the WAL until both are rewritten (unless
             # SQLite was built with secure_delete on, which zeroes freed pages).
             purge.compact_file(conn)
@@ -152,17 +151,6 @@ def _delete_spool(
             return holds(fd, name)
 
         delete_segment(conn, paths, name, known.get(name), report.spool, wanted)
-
-
-def _remove_tree(path: Path) -> None:
-    """Delete a file or a directory tree; a symlink is removed itself, never followed."""
-    try:
-        if path.is_symlink() or not path.is_dir():
-            path.unlink(missing_ok=True)
-        else:
-            shutil.rmtree(path)  # rmtree does not follow symlinks inside the tree
-    except FileNotFoundError:
-        pass
 
 
 def _parse_date(text: str) -> int:

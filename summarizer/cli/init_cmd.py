@@ -262,6 +262,19 @@ def _remember_created(paths: StatePaths, new: list[Path]) -> None:
         write_private(paths.root / _RECORD, data.encode())
 
 
+def _make_private(paths: StatePaths) -> None:
+    """chmod our existing state dir to 0700; a symlink is not followed (ensure refuses it)."""
+    try:
+        fd = os.open(paths.root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
 def _create_state_dir(paths: StatePaths, dry_run: bool) -> None:
     from summarizer.cli.sessions import default_config_text
 
@@ -273,8 +286,9 @@ def _create_state_dir(paths: StatePaths, dry_run: bool) -> None:
         if not has_config:
             print(f"would write {paths.config}")
         return
+    if existed:
+        _make_private(paths)  # before ensure(), which refuses a group-writable state dir
     paths.ensure()
-    os.chmod(paths.root, 0o700)  # an existing directory keeps its mode otherwise
     if not existed:
         print(f"created {paths.root} (0700)")
     if not has_config:

@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+from indexer import safefs
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from indexer.writer import is_locked
@@ -28,7 +29,7 @@ def start_daemon(paths: StatePaths, wait_s: float = 10.0) -> tuple[int, bool]:
     if is_locked(paths):
         return _pid(paths), False
     # A daemon killed with -9 leaves its daemon.json; its pid must not pass for the new one.
-    paths.daemon_json.unlink(missing_ok=True)
+    safefs.unlink(paths.root, paths.daemon_json)
     proc = autostart(str(paths.root))
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,7 +61,13 @@ def cmd_view(args: argparse.Namespace) -> int:
         conn.close()
     out = Path(args.output) if args.output else paths.root / "pages" / f"{info.session_id}.html"
     try:
-        write_atomic(out, html_text.encode("utf-8"))
+        if out.resolve().is_relative_to(paths.root.resolve()):
+            write_atomic(out, html_text.encode("utf-8"), root=paths.root)  # by fds, no symlink
+        else:  # a file the user named elsewhere with -o
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(html_text.encode("utf-8"))
+            os.replace(tmp, out)
     except OSError as e:
         raise CtxdError(f"cannot write {out}: {e.strerror}; choose another file with -o") from e
     print(out)

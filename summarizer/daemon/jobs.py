@@ -18,7 +18,8 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from indexer import history, malloc_trim, release_memory
+from indexer import history, malloc_trim, release_memory, safefs
+from indexer.errors import StateDirError
 from summarizer.memory import hooks
 
 if TYPE_CHECKING:
@@ -82,9 +83,9 @@ class CompactionJobs:
         if daemon.writer is not None:
             self._seen_id = history.max_entry_id(daemon.writer.conn)
         try:
-            (daemon.paths.root / REQUEST_FILE).unlink()  # the startup run covers it
-        except FileNotFoundError:
-            pass
+            safefs.unlink(daemon.paths.root, daemon.paths.root / REQUEST_FILE)  # startup covers it
+        except (OSError, StateDirError):
+            log.exception("cannot remove %s", REQUEST_FILE)
         scheduler = BackgroundScheduler(
             timezone=UTC,
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
@@ -181,10 +182,9 @@ class CompactionJobs:
         while not self.daemon.stopping.wait(REQUEST_POLL_S):
             self._release_tokenizer_when_idle()
             try:
-                path.unlink()
-            except FileNotFoundError:
-                continue
-            except OSError:
+                if not safefs.unlink(self.daemon.paths.root, path):
+                    continue
+            except (OSError, StateDirError):
                 log.exception("cannot remove %s", path)
                 continue
             self.request("request")

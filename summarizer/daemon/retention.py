@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-import shutil
 import sqlite3
 import threading
 import time
 from typing import TYPE_CHECKING
 
-from indexer import RetentionReport, prune_quarantine, prune_spool, purge
+from indexer import RetentionReport, prune_quarantine, prune_spool, purge, safefs
 from indexer.config import Config
+from indexer.errors import StateDirError
 from indexer.paths import StatePaths, is_valid_session_id
 
 if TYPE_CHECKING:
@@ -46,7 +46,10 @@ def prune_index(
     for sid in gone:
         if is_valid_session_id(sid):
             for folder in (paths.sessions / sid, paths.resume / sid):
-                shutil.rmtree(folder, ignore_errors=True)
+                try:
+                    safefs.rmtree(paths.root, folder)  # by fds: a symlink is removed itself
+                except (OSError, StateDirError) as e:
+                    log.warning("retention: cannot remove %s: %s", folder, e)
     return int(entries), len(gone)
 
 

@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any, cast
 
@@ -29,13 +30,14 @@ from indexer import (
     history,
     query,
     release_memory,
+    safefs,
     snapshot,
     sweep_temp_files,
     unread_bytes,
     write_atomic,
 )
 from indexer.config import Config, load_config
-from indexer.errors import IndexBusyError
+from indexer.errors import IndexBusyError, StateDirError
 from indexer.paths import StatePaths
 from indexer.writer import IndexWriter, lag, open_writer, writer_lock
 from summarizer.daemon.host import BatchListener
@@ -170,9 +172,9 @@ class Daemon:
                 watcher.stop()
                 self.writer.close()
                 try:
-                    self.paths.daemon_json.unlink()
-                except FileNotFoundError:
-                    pass
+                    safefs.unlink(self.paths.root, self.paths.daemon_json)
+                except (OSError, StateDirError):
+                    log.exception("cannot remove %s", self.paths.daemon_json)
                 log.info("daemon stopped")
         return 0
 
@@ -277,13 +279,18 @@ class Daemon:
                 "skipped": self.skipped,
                 "last_lines_at": self.last_lines_at,
             }
-            write_atomic(self.paths.daemon_json, json.dumps(info).encode())
+            write_atomic(self.paths.daemon_json, json.dumps(info).encode(), root=self.paths.root)
         except Exception:
             log.exception("heartbeat failed")
 
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """A RotatingFileHandler whose every file, also the one a rollover creates, is 0600 (I10)."""
+    """A RotatingFileHandler whose every file, also the one a rollover creates, is 0600 (I10),
+    and which opens, renames and deletes its files only through the state dir's fd."""
+
+    def __init__(self, root: Path, filename: Path, max_bytes: int, backups: int) -> None:
+        self.state_root = root
+        super().__init__(filename, maxBytes=max_bytes, backupCount=backups)
 
     def _open(self) -> io.TextIOWrapper:
         stream = open(  # noqa: SIM115 - the handler owns and closes the stream
@@ -291,13 +298,28 @@ class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
             self.mode,
             encoding=self.encoding,
             errors=self.errors,
-            opener=_private_opener,
+            opener=self._private_opener,
         )
         return cast(io.TextIOWrapper, stream)
 
+    def _private_opener(self, path: str, flags: int) -> int:
+        return safefs.open_file(self.state_root, path, flags, 0o600)
 
-def _private_opener(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW, 0o600)
+    def doRollover(self) -> None:
+        """ctxd.log -> ctxd.log.1 -> ... by renames relative to the state dir's fd."""
+        if self.stream:
+            self.stream.close()
+            self.stream = None
+        root, base = self.state_root, self.baseFilename
+        for i in range(self.backupCount - 1, 0, -1):
+            try:
+                safefs.rename(root, f"{base}.{i}", f"{base}.{i + 1}")
+            except FileNotFoundError:
+                pass
+        if self.backupCount > 0:
+            safefs.rename(root, base, f"{base}.1")
+        if not self.delay:
+            self.stream = self._open()
 
 
 def setup_logging(paths: StatePaths, config: Config, *, to_stderr: bool) -> None:
@@ -305,10 +327,9 @@ def setup_logging(paths: StatePaths, config: Config, *, to_stderr: bool) -> None
     paths.ensure()
     root = logging.getLogger()
     root.setLevel(logging.INFO)
-    fd = os.open(paths.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    os.close(fd)
+    os.close(safefs.open_file(paths.root, paths.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT))
     handler = _PrivateRotatingFileHandler(
-        paths.log, maxBytes=config.daemon.log_max_bytes, backupCount=config.daemon.log_backups
+        paths.root, paths.log, config.daemon.log_max_bytes, config.daemon.log_backups
     )
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler.setFormatter(fmt)

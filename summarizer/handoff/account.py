@@ -36,7 +36,7 @@ def write_accounts(
         text = account_text(conn, agent_id, max_tokens)
         if text:
             path = paths.root / HANDOFF_DIR / ACCOUNTS_DIR / f"{agent_id}.md"
-            write_atomic(path, text.encode("utf-8"))
+            write_atomic(path, text.encode("utf-8"), root=paths.root)
             written += 1
     return written
 

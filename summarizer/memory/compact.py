@@ -164,7 +164,7 @@ def request_compaction(paths: StatePaths, *, timeout_s: float) -> CompactionResu
         before = published_watermark(conn)
         target = history.max_entry_id(conn)
         if before < target:
-            write_atomic(paths.root / REQUEST_FILE, str(target).encode())
+            write_atomic(paths.root / REQUEST_FILE, str(target).encode(), root=paths.root)
             deadline = time.monotonic() + timeout_s
             while published_watermark(conn) < target:
                 if time.monotonic() >= deadline:

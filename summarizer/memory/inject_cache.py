@@ -138,7 +138,8 @@ def remember_injection(
     while len(entries) > MAX_ENTRIES:
         entries.pop(next(iter(entries)))
     data = {"version": FORMAT_VERSION, "watermark": watermark, "entries": entries}
-    write_atomic(paths.context / CACHE_FILE, json.dumps(data, ensure_ascii=False).encode())
+    text = json.dumps(data, ensure_ascii=False)
+    write_atomic(paths.context / CACHE_FILE, text.encode(), root=paths.root)
 
 
 def _read(paths: StatePaths) -> dict[str, Any]:

@@ -184,6 +184,7 @@ def publish(
     common = {"version": FORMAT_VERSION, "watermark": memory.watermark, "updatedAt": now}
     summary_tokens = counter.count(summary)
     _write(
+        paths,
         paths.context / SUMMARY_FILE,
         {
             **common,
@@ -216,7 +217,9 @@ def publish(
         counter,
     )
     _write(
-        paths.context / DECISIONS_FILE, {**common, "tokenCount": d_tokens, "decisions": decisions}
+        paths,
+        paths.context / DECISIONS_FILE,
+        {**common, "tokenCount": d_tokens, "decisions": decisions},
     )
     failures, f_tokens = _bounded(
         [
@@ -241,7 +244,8 @@ def publish(
         limit,
         counter,
     )
-    _write(paths.context / FAILURES_FILE, {**common, "tokenCount": f_tokens, "failures": failures})
+    failures_doc = {**common, "tokenCount": f_tokens, "failures": failures}
+    _write(paths, paths.context / FAILURES_FILE, failures_doc)
     constraints, c_tokens = _bounded(
         [
             {
@@ -258,6 +262,7 @@ def publish(
         counter,
     )
     _write(
+        paths,
         paths.context / CONSTRAINTS_FILE,
         {
             **common,
@@ -268,8 +273,9 @@ def publish(
     return Published(summary, summary_tokens, memory.watermark, used)
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    write_atomic(path, (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode())
+def _write(paths: StatePaths, path: Path, data: dict[str, Any]) -> None:
+    data_bytes = (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode()
+    write_atomic(path, data_bytes, root=paths.root)
 
 
 def read_summary(paths: StatePaths) -> dict[str, Any]:

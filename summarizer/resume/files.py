@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 
-from summarizer.common.nofollow import is_plain_dir
+from indexer import safefs
+from indexer.errors import StateDirError
 from summarizer.resume.fastjson import loads
 
 STATE_FILE = "precompact_state.json"
@@ -31,16 +32,27 @@ def lock_folder(folder: str, name: str = LOCK_FILE) -> int:
     """
     import fcntl
 
-    if not is_plain_dir(folder) or not is_plain_dir(os.path.dirname(folder)):
-        raise OSError(f"{folder}: not a plain directory; ctxd never writes through a symlink")
-    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-    fd = os.open(os.path.join(folder, name), flags, 0o600)
+    try:
+        # By directory fds from the state dir: a folder that is (or becomes) a symlink is
+        # refused, never written through.
+        fd = safefs.open_file(
+            state_root_of(folder), os.path.join(folder, name), os.O_RDWR | os.O_CREAT
+        )
+    except StateDirError as e:
+        raise OSError(
+            f"{folder}: not a plain directory; ctxd never writes through a symlink"
+        ) from e
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def state_root_of(folder: str) -> str:
+    """The state directory of a resume folder (`<state dir>/resume/<session>`)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(folder)))
 
 
 def running_summary_text(path: str) -> str:

@@ -14,8 +14,11 @@ from __future__ import annotations
 import os
 import time
 
+from indexer import safefs
+from indexer.errors import StateDirError
 from summarizer.common.nofollow import is_plain_dir
 from summarizer.resume.fastjson import encode_string, loads
+from summarizer.resume.files import state_root_of
 
 __all__ = [
     "LOCK_FILE",
@@ -158,9 +161,6 @@ def decide(
 def log_decision(folder: str, source: str, injected: int, reason: str, **extra: str) -> None:
     """Append one decision to `folder/starts.jsonl` (0600, one write; never raises)."""
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        if not is_plain_dir(folder) or not is_plain_dir(os.path.dirname(folder)):
-            return  # a symlink in the state dir: never write through it
         parts = [
             '{"ts_ns":' + str(time.time_ns()),
             '"source":' + encode_string(source),
@@ -170,11 +170,12 @@ def log_decision(folder: str, source: str, injected: int, reason: str, **extra: 
         ]
         parts += [encode_string(k) + ":" + encode_string(v) for k, v in extra.items() if v]
         line = (",".join(parts) + "}\n").encode("utf-8", "replace")
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-        fd = os.open(os.path.join(folder, LOG_FILE), flags, 0o600)
+        # By directory fds from the state dir: a symlink there is refused, never written through.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        fd = safefs.open_file(state_root_of(folder), os.path.join(folder, LOG_FILE), flags)
         try:
             os.write(fd, line)
         finally:
             os.close(fd)
-    except OSError:
+    except (OSError, StateDirError):
         pass  # the hook must not fail (I1); `ctxd resume --preview` still explains

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import time
 
+from indexer import safefs
+from indexer.errors import StateDirError
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.resume.fastjson import loads
 from summarizer.resume.files import (
@@ -24,6 +26,7 @@ from summarizer.resume.files import (
     STATE_FILE,
     lock_folder,
     running_summary_text,
+    state_root_of,
 )
 from summarizer.resume.hook_output import cap, hook_output
 from summarizer.resume.hook_settings import HookSettings, read_settings
@@ -78,7 +81,7 @@ def session_start_output(payload: bytes, state_dir: str) -> str:
         from summarizer.resume.handback import log_decision
 
         folder = os.path.join(state_dir, "resume", str(session_id))
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        os.close(safefs.open_dir(state_dir, folder))  # created by fds: no symlink followed
         # One decision at a time per session: a concurrent SessionStart sees this one's log.
         lock = lock_folder(folder, DECISION_LOCK)
         try:
@@ -173,8 +176,8 @@ def claim_context(
     except OSError:
         return ""
     try:
-        os.rename(os.path.join(folder, CONTEXT_FILE), consumed)
-    except OSError:
+        safefs.rename(state_root_of(folder), os.path.join(folder, CONTEXT_FILE), consumed)
+    except (OSError, StateDirError):
         return ""  # consumed already (or never written): inject nothing
     finally:
         os.close(lock)
@@ -273,8 +276,8 @@ def take_context(
     try:
         if consume:
             try:
-                os.rename(fresh, consumed)
-            except OSError:
+                safefs.rename(state_root_of(folder), fresh, consumed)
+            except (OSError, StateDirError):
                 pass  # handed back before: the consumed copy is the same text
         path = consumed if consume or not os.path.exists(fresh) else fresh
         try:

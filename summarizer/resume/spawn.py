@@ -25,8 +25,11 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
 
         if lock_is_held(os.path.join(state_dir, "daemon.lock")):
             return None
-        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-        guard = os.open(os.path.join(state_dir, "autostart.lock"), flags, 0o600)
+        from indexer import safefs
+
+        guard = safefs.open_file(
+            state_dir, os.path.join(state_dir, "autostart.lock"), os.O_RDWR | os.O_CREAT
+        )
         try:
             try:
                 fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from indexer import write_atomic
-from indexer.paths import StatePaths, ensure_private_dir
+from indexer.paths import StatePaths
 from summarizer.common.plain import clean_line
 from summarizer.resume.files import STARTUP_FILE
 from summarizer.resume.state import ResumeState
@@ -56,5 +56,4 @@ def render_startup(
 
 def write_startup(paths: StatePaths, text: str) -> None:
     """Write `context/startup.md` atomically (empty when nothing is open)."""
-    ensure_private_dir(paths.context)
-    write_atomic(paths.context / STARTUP_FILE, text.encode())
+    write_atomic(paths.context / STARTUP_FILE, text.encode(), root=paths.root)

@@ -98,7 +98,7 @@ def write_todos(paths: StatePaths, session_id: str, todos: list[Todo]) -> bool:
             return False
     except OSError:
         pass
-    write_atomic(path, data)
+    write_atomic(path, data, root=paths.root)
     return True
 
 

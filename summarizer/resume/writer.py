@@ -131,15 +131,16 @@ def write_resume(paths: StatePaths, state: ResumeState, context: str) -> bool:
     events: rewriting it would inject the same text twice.
     """
     folder = paths.resume / check_session_id(state.session_id)
-    ensure_private_dir(folder)
+    ensure_private_dir(folder, paths.root)
     lock = lock_folder(str(folder))
     try:
         old = read_state(paths, state.session_id)
         consumed = (folder / CONSUMED_FILE).exists() and not (folder / CONTEXT_FILE).exists()
         if consumed and old is not None and _covered(old, state):
             return False
-        write_atomic(folder / STATE_FILE, msgspec.json.format(msgspec.json.encode(state)) + b"\n")
-        write_atomic(folder / CONTEXT_FILE, context.encode())
+        state_bytes = msgspec.json.format(msgspec.json.encode(state)) + b"\n"
+        write_atomic(folder / STATE_FILE, state_bytes, root=paths.root)
+        write_atomic(folder / CONTEXT_FILE, context.encode(), root=paths.root)
     finally:
         os.close(lock)
     latest = {
@@ -148,7 +149,7 @@ def write_resume(paths: StatePaths, state: ResumeState, context: str) -> bool:
         "created_at": state.created_at,
         "created_ns": time.time_ns(),
     }
-    write_atomic(paths.resume / LATEST_FILE, json.dumps(latest).encode())
+    write_atomic(paths.resume / LATEST_FILE, json.dumps(latest).encode(), root=paths.root)
     return True
 
 

@@ -176,7 +176,7 @@ class TaskStore:
         directory = self.task_dir(task_id)
         ensure_private_dir(directory)
         path = directory / name
-        write_atomic(path, data)
+        write_atomic(path, data, root=self.root.parent)  # walked from the state dir by fds
         return path
 
     def read_file(self, task_id: str, name: str) -> bytes:
