@@ -168,3 +168,35 @@ def test_clean_detail_is_returned_as_is() -> None:
 def test_detail_with_a_key_only_in_a_dict_key() -> None:
     raw = json.dumps({KEY: 1, "x": [1]}).encode()
     assert json.loads(redact_detail(raw)) == {TAG: 1, "x": [1]}
+
+
+def test_raw_rules_see_non_ascii_text_as_is() -> None:
+    # A value rule stops at a backslash: on `\u00e9` escapes it would cut the value short.
+    assert redact_text("password=hunter2ésecret rest") == "password=[REDACTED:secret] rest"
+    assert redact_text('api_key="sk-éabc"') == 'api_key="[REDACTED:secret]"'
+
+
+def test_base64_secret_inside_a_detail_list() -> None:
+    blob = _b64(f"export AWS_ACCESS_KEY_ID={KEY} && deploy --region eu-west-1 now")
+    raw = json.dumps({"l": ["ok", f"payload {blob} end"]}).encode()
+    assert json.loads(redact_detail(raw)) == {"l": ["ok", f"payload {B64_TAG} end"]}
+
+
+def test_detail_with_a_lone_surrogate_and_several_members() -> None:
+    raw = b'{"a": "\\udc80 ' + KEY.encode() + b'", "b": [1, 2]}'
+    assert redact_detail(raw) == b'{"a":"\\udc80 ' + TAG.encode() + b'","b":[1,2]}'
+
+
+def test_base64_decoding_stops_after_two_levels() -> None:
+    # The decoding depth is bounded (the cost of a probe stays linear): a blob whose only
+    # rule-like word sits three base64 layers deep is not decoded that far, so it is kept.
+    # Two layers deep, the same word makes the blob go whole.
+    deepest = "AKIA is only a prefix here, in a long enough harmless sentence."
+    one = _b64(deepest)
+    two = _b64(f"level two holds {one} and some more harmless words")
+    three = _b64(f"level three holds {two} and yet more harmless words")
+    text3 = f"payload {three} end"
+    assert redact_text(text3) is text3
+    assert redact_text(f"payload {two} end") == f"payload {B64_TAG} end"
+    entry = _entry(text=text3)
+    assert redact_entry(entry) is entry
