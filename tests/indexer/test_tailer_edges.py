@@ -176,3 +176,39 @@ def test_read_chunk_extension_keeps_reading_until_the_newline(tmp_path: Path) ->
         assert chunk[(1 << 20) + 3] == ord("\n")
     finally:
         os.close(handle)
+
+
+def test_read_chunk_never_reads_past_the_observed_size(tmp_path: Path) -> None:
+    # The hook may append after the stat: bytes past `size` belong to the next pass.
+    data = b"a" * 40 + b"\n" + b"b" * 40
+    handle = _fd(tmp_path, data)
+    try:
+        assert read_chunk(handle, 10, 20, 100, 1 << 20) == data[10:20]
+        assert read_chunk(handle, 5, 30, 4, 1 << 20) == data[5:30]
+        assert read_chunk(handle, 0, 3, 1, 1 << 20) == data[:3]
+    finally:
+        os.close(handle)
+
+
+def test_read_chunk_growth_stops_at_the_observed_size(tmp_path: Path) -> None:
+    data = b"c" * (3 << 20)
+    path = tmp_path / "grown.jsonl"
+    path.write_bytes(data)
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        size = (1 << 20) + 100  # what the stat saw; the rest was appended later
+        assert read_chunk(handle, 50, size, 10, 64 << 20) == data[50:size]
+        assert read_chunk(handle, 0, size, 10, 64 << 20) == data[:size]
+    finally:
+        os.close(handle)
+
+
+def test_read_chunk_of_a_file_truncated_after_the_stat(tmp_path: Path) -> None:
+    # The stat saw more bytes than are left: the read returns what is there.
+    data = b"d" * 30
+    handle = _fd(tmp_path, data)
+    try:
+        assert read_chunk(handle, 0, 100, 5, 1 << 20) == data
+        assert read_chunk(handle, 10, 100, 5, 1 << 20) == data[10:]
+    finally:
+        os.close(handle)
