@@ -95,3 +95,24 @@ def test_no_budget_returns_before_counting_anything() -> None:
     assert pack_items(["item"], 0, count) == []
     assert pack_items(["item"], 100, count, max_chars=0) == []
     assert calls == []
+
+
+def test_an_empty_separator_costs_only_the_join_slack() -> None:
+    # "aaaa" leaves 9 - 4 = 5 tokens; the next block may use 5 - 1 (slack) = 4: "bbbb" fits.
+    sections = [Section("a", "", ["aaaa"], 10), Section("b", "", ["bbbb"], 10)]
+    packed = pack_sections(sections, 9, chars, separator="")
+    assert packed == {"a": ["aaaa"], "b": ["bbbb"]}
+
+
+def test_each_later_block_pays_one_separator_in_characters() -> None:
+    # Packed in the order b, c, then the flow section a, within 13 characters:
+    # "bbbb" (4), "\ncccc" (5) leave 4, and the "\n" before a's block leaves 3:
+    # "aaaa" does not fit, "c" does. Rendered: "c\nbbbb\ncccc" (11 characters).
+    sections = [
+        Section("a", "", ["aaaa", "c"], 100),
+        Section("b", "", ["bbbb"], 100),
+        Section("c", "", ["cccc"], 100),
+    ]
+    packed = pack_sections(sections, 1000, chars, max_chars=13, flow_to="a")
+    assert packed == {"a": ["c"], "b": ["bbbb"], "c": ["cccc"]}
+    assert render_sections(packed, sections) == "c\nbbbb\ncccc"
