@@ -116,3 +116,13 @@ def test_each_later_block_pays_one_separator_in_characters() -> None:
     packed = pack_sections(sections, 1000, chars, max_chars=13, flow_to="a")
     assert packed == {"a": ["c"], "b": ["bbbb"], "c": ["cccc"]}
     assert render_sections(packed, sections) == "c\nbbbb\ncccc"
+
+
+def test_every_join_keeps_its_slack_in_the_estimate() -> None:
+    # Each "a\nb" join costs one token more than its parts: three "ba" cost 2 + 3 + 3 + 2 = 10,
+    # a fourth would cost 14 > 13, and "b" after the third costs exactly 13.
+    count = join_costs(1)
+    out = pack_items(["ba", "ba", "ba", "ba", "b"], 13, count)
+    assert out == ["ba", "ba", "ba", "b"]
+    assert callable(count)
+    assert count("\n".join(out)) == 13
