@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 
 import msgspec
 
@@ -200,3 +201,21 @@ def test_base64_decoding_stops_after_two_levels() -> None:
     assert redact_text(f"payload {two} end") == f"payload {B64_TAG} end"
     entry = _entry(text=text3)
     assert redact_entry(entry) is entry
+
+
+def test_a_plain_key_before_a_base64_secret_both_go() -> None:
+    # The plain key's tag is longer than the key: the blob's place is found in the text as
+    # redacted, not where it stood before.
+    blob = _b64(f"export AWS_ACCESS_KEY_ID={KEY} && deploy --region eu-west-1 now")
+    assert redact_text(f"{KEY} payload {blob} end") == f"{TAG} payload {B64_TAG} end"
+    assert redact_text(f"k={KEY} and {blob}") == f"k={TAG} and {B64_TAG}"
+
+
+def test_a_member_name_never_seen_before_is_redacted() -> None:
+    # Names are unique to this run, so no earlier event can have left their result behind.
+    fresh = uuid.uuid4().hex
+    raw = json.dumps({f"{KEY}_{fresh}": 1, f"plain_{fresh}": 2}).encode()
+    expected = {f"{TAG}_{fresh}": 1, f"plain_{fresh}": 2}
+    assert json.loads(redact_detail(raw)) == expected
+    # and the same names again give the same result
+    assert json.loads(redact_detail(raw)) == expected
