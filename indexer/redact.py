@@ -19,13 +19,18 @@ if TYPE_CHECKING:  # the module stays stdlib-only at run time
     from indexer.models import Entry
 
 
+def _utf8(text: str) -> bytes:
+    """text as UTF-8, lone surrogates kept (tool output can carry them)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _redact_plain(text: str) -> str:
     """redact_bytes for a str: the same rules, applied to its JSON string encoding."""
     # The prefilter on the raw text fires whenever it would on the encoding (which only adds
     # backslashes before `"` and `\`, and turns raw whitespace into escapes): sound and cheap.
-    if not may_contain_secret(text.encode("utf-8", "surrogatepass")):
+    if not may_contain_secret(_utf8(text)):
         return text
-    encoded = json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    encoded = _utf8(json.dumps(text, ensure_ascii=False))
     redacted = redact_bytes(encoded)
     if redacted is encoded:
         return text
@@ -59,7 +64,7 @@ def _redact_layer(text: str) -> str:
 
 
 def _redact_decoded(text: str, depth: int) -> str:
-    data = text.encode("utf-8", "surrogatepass")
+    data = _utf8(text)
     hits, runs = probe(data)  # one pass tells which steps can change anything
     out = text
     if hits:
@@ -77,9 +82,7 @@ def _redact_decoded(text: str, depth: int) -> str:
             inner = decode_base64(out[start:end])
             # Text hidden in base64 goes whole when any rule may match it: a blob clipped
             # with its text may have lost the end of the key that a rule needs.
-            if inner is not None and _may_need_redaction(
-                inner.encode("utf-8", "surrogatepass"), depth - 1
-            ):
+            if inner is not None and _may_need_redaction(_utf8(inner), depth - 1):
                 spans.append((start, end, "base64-secret"))
         if spans:
             out = _apply_spans(out, spans)
@@ -101,7 +104,7 @@ def _may_need_redaction(data: bytes, depth: int = _BASE64_DEPTH) -> bool:
         return True
     if depth > 0:
         for inner in base64_texts(data, runs):
-            if _may_need_redaction(inner.encode("utf-8", "surrogatepass"), depth - 1):
+            if _may_need_redaction(_utf8(inner), depth - 1):
                 return True
     return False
 
@@ -168,7 +171,7 @@ def redact_entry(entry: Entry) -> Entry:
     detail = bytes(entry.detail)
     texts = [getattr(entry, name) for name in _ENTRY_TEXT]
     texts.extend(entry.files)
-    every_field = "\n".join(texts).encode("utf-8", "surrogatepass") + b"\n" + detail
+    every_field = _utf8("\n".join(texts)) + b"\n" + detail
     if not _may_need_redaction(every_field):
         return entry
     changes: dict[str, Any] = {}
