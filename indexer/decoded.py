@@ -31,7 +31,8 @@ _SIMPLE = {"/": "/", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"':
 # A blob long enough to hide a key (standard or URL-safe alphabet, optional padding).
 # finditer finds each run at its leftmost character and the greedy class takes it whole, so
 # no lookarounds are needed (they would make the scan several times slower).
-_BASE64 = re.compile(r"(?:^|(?<=[^A-Za-z0-9+/_=-]))[A-Za-z0-9+/_-]{24,}={0,2}")
+# A run may start right after `=` (`key=<blob>`, or a blob after another blob's padding).
+_BASE64 = re.compile(r"(?:^|(?<=[^A-Za-z0-9+/_-]))[A-Za-z0-9+/_-]{24,}={0,2}")
 _BASE64_BYTES = re.compile(_BASE64.pattern.encode())
 _MAX_BLOB_CHARS = 1 << 16
 _HEX = re.compile(r"[0-9a-fA-F]+=*")
@@ -67,7 +68,16 @@ def unescape(text: str, rounds: int = 3) -> str:
 def _plausible(run: str) -> bool:
     """False for runs that are evidently no base64: paths (a `/` every few characters),
     snake_case or kebab-case names, one-case words and hex digests. Base64 of text mixes
-    upper and lower case, and holds each of `/`, `+`, `-`, `_` once in 64 characters."""
+    upper and lower case, and holds each of `/`, `+`, `-`, `_` once in 64 characters.
+    A path with a blob glued to its end (`/a/b/c/<blob>`) is judged by what follows its last
+    slash near the start."""
+    if _plausible_run(run):
+        return True
+    last = run.rfind("/", 0, _SLASH_WINDOW)
+    return last >= 0 and len(run) - last - 1 >= 24 and _plausible_run(run[last + 1 :])
+
+
+def _plausible_run(run: str) -> bool:
     if len(run) > _MAX_BLOB_CHARS:
         return False
     limit = 2 + len(run) // 24
@@ -130,7 +140,28 @@ def base64_texts(data: bytes, starts: list[int]) -> list[str]:
 
 
 def decode_base64(blob: str) -> str | None:
-    """The text a base64 blob encodes, or None when it is not text (a hash, a path, binary)."""
+    """The text a base64 blob encodes, or None when it is not text (a hash, a path, binary).
+
+    `/` is a base64 character, so a blob written right after a path (`/tmp/<blob>`) is read
+    from the path's first character, out of step with its groups: what the blob decodes to from
+    just after each of its first few slashes is tried too, and every text found is returned,
+    one per line (the caller redacts the whole run when any of them holds a secret). The
+    slashes tried are the last few in the first 128 characters.
+    """
+    texts = [_decode_whole(blob)]
+    slashes = [i for i, c in enumerate(blob[:_SLASH_WINDOW]) if c == "/"]
+    for i in slashes[-_MAX_SLASH_SHIFTS:]:  # the path's last slashes are nearest the blob
+        if len(blob) - i - 1 >= 24:
+            texts.append(_decode_whole(blob[i + 1 :]))
+    found = [t for t in texts if t]
+    return "\n".join(found) if found else None
+
+
+_MAX_SLASH_SHIFTS = 8
+_SLASH_WINDOW = 128
+
+
+def _decode_whole(blob: str) -> str | None:
     raw = blob.rstrip("=")
     if len(raw) % 4 == 1:  # no whole blob ends so: a clipped one, its last character dropped
         raw = raw[:-1]

@@ -35,7 +35,7 @@ _LEGACY_GATES = (
     (rb"cret" + _SEP, True),
 )
 _RUN_MIN = 24
-_RUN_START = rb"(?:^|[^A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{%d}" % _RUN_MIN
+_RUN_START = rb"(?:^|[^A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{%d}" % _RUN_MIN  # `=` may precede
 _Probe = Callable[[bytes], tuple[set[int], list[int]]]
 
 
@@ -45,7 +45,7 @@ def _re_engine() -> _Probe:
         "|".join(f"(?P<r{i}>{'|'.join(rule.probes)})" for i, rule in enumerate(RULES)).encode(),
         re.IGNORECASE,
     )
-    runs = re.compile(rb"[^A-Za-z0-9+/_=-][A-Za-z0-9+/_-]{%d}" % _RUN_MIN)
+    runs = re.compile(rb"[^A-Za-z0-9+/_-][A-Za-z0-9+/_-]{%d}" % _RUN_MIN)
     legacy = [re.compile(p, re.IGNORECASE if caseless else 0) for p, caseless in _LEGACY_GATES]
 
     def probe(data: bytes) -> tuple[set[int], list[int]]:

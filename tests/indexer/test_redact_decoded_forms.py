@@ -7,6 +7,7 @@ import json
 import uuid
 
 import msgspec
+import pytest
 
 from indexer.models import Entry
 from indexer.redact import _apply_spans, redact_detail, redact_entry, redact_text
@@ -219,3 +220,21 @@ def test_a_member_name_never_seen_before_is_redacted() -> None:
     assert json.loads(redact_detail(raw)) == expected
     # and the same names again give the same result
     assert json.loads(redact_detail(raw)) == expected
+
+
+@pytest.mark.parametrize(
+    "before",
+    ["/tmp/", "x=", "==", "/", "key=", "/home/user/projects/app/", "/a/b/c/d/e/f/g/h/i/j/"],
+)
+def test_a_base64_secret_glued_to_a_path_or_an_equals_sign_is_redacted(before: str) -> None:
+    # `/` and `=` are base64 characters: the blob was read from the wrong first character
+    # (after a path) or not found at all (after `=`), and the key it hides was kept.
+    key = "AKIA" + "Q7XW2ZK5JH3MN4PB"
+    blob = base64.b64encode(f"aws_access_key_id={key}".encode()).decode()
+    out = redact_text(before + blob)
+    assert blob not in out and "[REDACTED:" in out
+
+
+def test_a_plain_path_is_not_taken_for_base64() -> None:
+    path = "/home/user/projects/app/src/components/VeryLongComponentNameHere.tsx"
+    assert redact_text(path) == path
