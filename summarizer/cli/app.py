@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--keep", action="store_true", help="keep the temporary project and print its path"
     )
+    # The demo makes its own temporary project: its --state-dir exists only to be refused.
+    for action in p._actions:
+        if "--state-dir" in action.option_strings:
+            action.help = argparse.SUPPRESS
 
     add(
         "run",
