@@ -229,3 +229,11 @@ def test_user_facing_text_has_no_internal_references() -> None:
 def test_demo_help_does_not_offer_the_option_it_refuses() -> None:
     [action] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     assert "--state-dir" not in action.choices["demo"].format_help()
+
+
+def test_readme_task_table_and_help_name_the_same_verbs() -> None:
+    [action] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    task = action.choices["task"]
+    [verbs] = [a for a in task._actions if isinstance(a, argparse._SubParsersAction)]
+    documented = set(re.findall(r"^\| `ctxd task ([a-z][a-z-]*)", README, re.M))
+    assert documented == set(verbs.choices), documented ^ set(verbs.choices)
