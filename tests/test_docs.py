@@ -237,3 +237,14 @@ def test_readme_task_table_and_help_name_the_same_verbs() -> None:
     [verbs] = [a for a in task._actions if isinstance(a, argparse._SubParsersAction)]
     documented = set(re.findall(r"^\| `ctxd task ([a-z][a-z-]*)", README, re.M))
     assert documented == set(verbs.choices), documented ^ set(verbs.choices)
+
+
+def test_readme_configuration_names_only_real_keys() -> None:
+    section = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    fields = {f.name: f.type for f in msgspec.structs.fields(Config)}
+    for item in re.split(r"^- ", section, flags=re.M)[1:]:
+        head = re.match(r"`\[(\w+)\]`", item)
+        assert head and head.group(1) in fields, item[:40]
+        names = {f.name for f in msgspec.structs.fields(fields[head.group(1)])}
+        listed = re.findall(r"`(\w+)`", item.split("(", 1)[0])
+        assert set(listed) == names, (head.group(1), set(listed) ^ names)
