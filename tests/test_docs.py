@@ -248,3 +248,10 @@ def test_readme_configuration_names_only_real_keys() -> None:
         names = {f.name for f in msgspec.structs.fields(fields[head.group(1)])}
         listed = re.findall(r"`(\w+)`", item.split("(", 1)[0])
         assert set(listed) == names, (head.group(1), set(listed) ^ names)
+
+
+def test_every_repository_path_the_readme_names_exists() -> None:
+    named = set(re.findall(r"`((?:bench|tests|indexer|summarizer|docs|hooks)/[\w/.-]+)`", README))
+    named |= set(re.findall(r"\]\(((?:docs)/[\w/.-]+)\)", README))
+    missing = sorted(p for p in named if not (REPO / p).exists())
+    assert named and not missing, missing
