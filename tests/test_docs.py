@@ -255,3 +255,13 @@ def test_every_repository_path_the_readme_names_exists() -> None:
     named |= set(re.findall(r"\]\(((?:docs)/[\w/.-]+)\)", README))
     missing = sorted(p for p in named if not (REPO / p).exists())
     assert named and not missing, missing
+
+
+def test_readme_names_the_help_groups() -> None:
+    from summarizer.cli.helpgroups import GROUPS
+
+    named = re.search(
+        r"`ctxd --help` lists the commands by what you do with them \(([^)]*)\)", README
+    )
+    assert named, "README does not say how `ctxd --help` groups the commands"
+    assert [t.strip() for t in named.group(1).split(",")] == [title for title, _ in GROUPS]
