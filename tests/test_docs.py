@@ -265,3 +265,14 @@ def test_readme_names_the_help_groups() -> None:
     )
     assert named, "README does not say how `ctxd --help` groups the commands"
     assert [t.strip() for t in named.group(1).split(",")] == [title for title, _ in GROUPS]
+
+
+def test_readme_names_every_runtime_dependency() -> None:
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    named = re.search(r"ctxd's dependencies \(([^)]*)\)", README)
+    assert named, "README does not list ctxd's dependencies"
+    listed = {n.strip().lower() for n in named.group(1).split(",")}
+    needed = {re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    assert listed == needed, listed ^ needed
