@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--lines", type=int, default=50, help="number of recent entries, 1-1000 (default 50)"
     )
     p.add_argument(
-        "--session", help="session id (default: the latest session containing the agent)"
+        "--session",
+        help="the session: its id, a unique prefix or its start stamp (default: the latest "
+        "session containing the agent)",
     )
     p.add_argument(
         "--format", choices=("json", "text"), default="json", help="output format (default json)"
