@@ -45,6 +45,19 @@ def delete_session_rows(
     return count
 
 
+def session_has_rows(
+    conn: sqlite3.Connection, session_id: str, tables: tuple[str, ...] = _RETENTION_TABLES
+) -> bool:
+    """True if any of `tables` (those that exist) still holds a row of `session_id`."""
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+    existing = {str(r[0]) for r in rows}
+    return any(
+        conn.execute(f"SELECT 1 FROM {table} WHERE session_id=? LIMIT 1", (session_id,)).fetchone()
+        for table in tables
+        if table in existing
+    )
+
+
 @_guard("quarantine")
 def delete_quarantine_before(conn: sqlite3.Connection, before_ns: int) -> int:
     """Delete quarantined lines older than `before_ns`; how many."""

@@ -151,3 +151,128 @@ def test_readme_does_not_send_users_to_internal_documents() -> None:
         assert needle not in README, needle
     for word in ("spool", "quarantine", "watermark"):
         assert re.search(rf"^- \*\*{word}\*\*: ", README, re.M), f"README does not explain {word}"
+
+
+def _cli_reference_commands() -> list[str]:
+    """The commands named in the first cell of the README's CLI reference table."""
+    section = README.split("## CLI reference", 1)[1].split("\n## ", 1)[0]
+    found = []
+    for row in section.splitlines():
+        if row.startswith("| `ctxd "):
+            found += re.findall(r"`ctxd ([a-z][a-z-]*)", row.split(" | ")[0])
+    return found
+
+
+def test_readme_cli_table_and_help_name_the_same_commands() -> None:
+    in_table = set(_cli_reference_commands())
+    assert in_table == set(_subcommands()), (
+        f"in --help only: {set(_subcommands()) - in_table}; "
+        f"in the README table only: {in_table - set(_subcommands())}"
+    )
+
+
+def test_help_lists_every_command_exactly_once() -> None:
+    help_text = build_parser().format_help()
+    listed = re.findall(r"^  ([a-z][a-z-]*)\s{2,}\S", help_text, re.M)
+    assert sorted(listed) == _subcommands(), listed
+
+
+def _toml_keys() -> list[tuple[str, str]]:
+    import tomllib
+
+    parsed = tomllib.loads((REPO / "config.toml").read_text(encoding="utf-8"))
+    return [(section, key) for section, table in parsed.items() for key in table]
+
+
+def test_every_config_toml_key_is_defined_in_indexer_config() -> None:
+    source = (REPO / "indexer" / "config.py").read_text(encoding="utf-8")
+    sections = {f.name: f.type for f in msgspec.structs.fields(Config)}
+    for section, key in _toml_keys():
+        assert section in sections, f"config.toml section [{section}] is not in Config"
+        names = {f.name for f in msgspec.structs.fields(sections[section])}
+        assert key in names, f"config.toml [{section}] {key} is not in indexer/config.py"
+        assert re.search(rf"^\s+{key}: ", source, re.M), f"indexer/config.py lacks {key}"
+    toml_keys = {key for _, key in _toml_keys()}
+    assert set(_config_keys()) <= toml_keys, set(_config_keys()) - toml_keys
+
+
+# Internal references users cannot follow: design seeds, issue numbers, invariant numbers,
+# the development folders.
+_JARGON = re.compile(r"\bseed \d|\bissue #?\d|\bI(?:[1-9]|1[0-3])\b|shared/|ARCHITECTURE|§")
+
+
+def _all_help_texts() -> str:
+    parser = build_parser()
+    texts = [parser.format_help()]
+    stack = [parser]
+    while stack:
+        for action in stack.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    texts.append(sub.format_help())
+                    stack.append(sub)
+    return "\n".join(texts)
+
+
+def test_user_facing_text_has_no_internal_references() -> None:
+    # README may name the invariants' range once, where it points to docs/INVARIANTS.md.
+    readme = README.replace("I1–I13", "")
+    for name, text in (
+        ("README.md", readme),
+        ("config.toml", (REPO / "config.toml").read_text(encoding="utf-8")),
+        ("--help", _all_help_texts()),
+    ):
+        hits = [m.group(0) for m in _JARGON.finditer(text)]
+        assert not hits, f"{name} mentions {hits}"
+
+
+def test_demo_help_does_not_offer_the_option_it_refuses() -> None:
+    [action] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert "--state-dir" not in action.choices["demo"].format_help()
+
+
+def test_readme_task_table_and_help_name_the_same_verbs() -> None:
+    [action] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    task = action.choices["task"]
+    [verbs] = [a for a in task._actions if isinstance(a, argparse._SubParsersAction)]
+    documented = set(re.findall(r"^\| `ctxd task ([a-z][a-z-]*)", README, re.M))
+    assert documented == set(verbs.choices), documented ^ set(verbs.choices)
+
+
+def test_readme_configuration_names_only_real_keys() -> None:
+    section = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    fields = {f.name: f.type for f in msgspec.structs.fields(Config)}
+    for item in re.split(r"^- ", section, flags=re.M)[1:]:
+        head = re.match(r"`\[(\w+)\]`", item)
+        assert head and head.group(1) in fields, item[:40]
+        names = {f.name for f in msgspec.structs.fields(fields[head.group(1)])}
+        listed = re.findall(r"`(\w+)`", item.split("(", 1)[0])
+        assert set(listed) == names, (head.group(1), set(listed) ^ names)
+
+
+def test_every_repository_path_the_readme_names_exists() -> None:
+    named = set(re.findall(r"`((?:bench|tests|indexer|summarizer|docs|hooks)/[\w/.-]+)`", README))
+    named |= set(re.findall(r"\]\(((?:docs)/[\w/.-]+)\)", README))
+    missing = sorted(p for p in named if not (REPO / p).exists())
+    assert named and not missing, missing
+
+
+def test_readme_names_the_help_groups() -> None:
+    from summarizer.cli.helpgroups import GROUPS
+
+    named = re.search(
+        r"`ctxd --help` lists the commands by what you do with them \(([^)]*)\)", README
+    )
+    assert named, "README does not say how `ctxd --help` groups the commands"
+    assert [t.strip() for t in named.group(1).split(",")] == [title for title, _ in GROUPS]
+
+
+def test_readme_names_every_runtime_dependency() -> None:
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    named = re.search(r"ctxd's dependencies \(([^)]*)\)", README)
+    assert named, "README does not list ctxd's dependencies"
+    listed = {n.strip().lower() for n in named.group(1).split(",")}
+    needed = {re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    assert listed == needed, listed ^ needed

@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--keep", action="store_true", help="keep the temporary project and print its path"
     )
+    # The demo makes its own temporary project: its --state-dir exists only to be refused.
+    for action in p._actions:
+        if "--state-dir" in action.option_strings:
+            action.help = argparse.SUPPRESS
 
     add(
         "run",
@@ -114,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--lines", type=int, default=50, help="number of recent entries, 1-1000 (default 50)"
     )
     p.add_argument(
-        "--session", help="session id (default: the latest session containing the agent)"
+        "--session",
+        help="the session: its id, a unique prefix or its start stamp (default: the latest "
+        "session containing the agent)",
     )
     p.add_argument(
         "--format", choices=("json", "text"), default="json", help="output format (default json)"

@@ -28,6 +28,7 @@ from summarizer.common.cliargs import state_paths
 from summarizer.handoff.account import write_accounts
 from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
 from summarizer.memory.store import drop_orphan_terms
+from summarizer.resume.sessions import SessionNotFoundError, resolve_session
 
 __all__ = ["ForgetReport", "cmd_forget", "forget"]
 
@@ -70,7 +71,7 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
             while writer.pass_once().lines:  # everything indexed: segments may then go
                 pass
             conn = writer.conn
-            report.sessions = _sessions(conn, session_id, before_ns)
+            report.sessions = _sessions(conn, paths, session_id, before_ns)
             agents = agents_of_sessions(conn, report.sessions)
             report.rows = _delete_rows(conn, report.sessions, before_ns)
             _delete_spool(paths, conn, report, before_ns)
@@ -104,10 +105,36 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
     return report
 
 
-def _sessions(conn: sqlite3.Connection, session_id: str | None, before_ns: int | None) -> list[str]:
+def _sessions(
+    conn: sqlite3.Connection, paths: StatePaths, session_id: str | None, before_ns: int | None
+) -> list[str]:
     if session_id is not None:
-        return [check_session_id(session_id)]
+        return [_named_session(conn, paths, session_id)]
     return [] if before_ns is None else query.session_ids_before(conn, before_ns)
+
+
+def _named_session(conn: sqlite3.Connection, paths: StatePaths, ref: str) -> str:
+    """`ref` if something of that session is left; an error otherwise. Deletion takes the
+    whole id only: a prefix that other commands would accept is named back, not forgotten."""
+    sid = check_session_id(ref)
+    left = (
+        paths.sessions / sid,
+        paths.resume / sid,
+        paths.root / HANDOFF_DIR / "sessions" / sid,
+        paths.root / "pages" / f"{sid}.html",
+    )
+    if purge.session_has_rows(conn, sid, _SESSION_TABLES) or any(map(os.path.lexists, left)):
+        return sid
+    try:
+        info = resolve_session(conn, ref)
+    except SessionNotFoundError:
+        raise CtxdError(
+            f"no session {ref!r} to forget; `ctxd sessions --json` lists the whole ids"
+        ) from None
+    raise CtxdError(
+        f"{ref!r} is not a whole session id: to forget session {info.session_id} "
+        f"({info.stamp}), give its whole id"
+    )
 
 
 def _delete_rows(conn: sqlite3.Connection, sessions: list[str], before_ns: int | None) -> int:

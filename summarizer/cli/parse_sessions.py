@@ -89,7 +89,9 @@ def register(add: AddCommand) -> None:
         "summarizer.cli.forget:cmd_forget",
         "delete a session, or everything before a date, from the spool, index, views and memory",
     )
-    p.add_argument("session", nargs="?", help="session id to forget")
+    p.add_argument(
+        "session", nargs="?", help="the whole id of the session to forget (`ctxd sessions --json`)"
+    )
     p.add_argument(
         "--before",
         metavar="DATE",

@@ -48,9 +48,16 @@ def git(
 
 
 def repo_root(cwd: Path) -> Path:
-    """The top of the git worktree containing `cwd`."""
-    out = git(cwd, ["rev-parse", "--show-toplevel"]).stdout.decode().strip()
-    return Path(out)
+    """The top of the git worktree containing `cwd`; GitError saying how to name one if none."""
+    if not cwd.is_dir():  # else git's start fails as if git itself were missing
+        raise GitError(f"{cwd} is not a directory: pass --repo DIR with your repository")
+    result = git(cwd, ["rev-parse", "--show-toplevel"], check=False)
+    if result.returncode != 0:
+        raise GitError(
+            f"{cwd} is not inside a git repository: run the command in your repository, "
+            "or pass --repo DIR"
+        )
+    return Path(result.stdout.decode().strip())
 
 
 def rev_parse(repo: Path, rev: str) -> str:
