@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
+# Not `from typing import TYPE_CHECKING`: the SessionStart fast path imports this module (by
+# indexer.safefs) and must not pay for `typing`; mypy treats any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import TracebackType
+    from typing import ParamSpec, TypeVar
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R")
 
 
 class CtxdError(Exception):

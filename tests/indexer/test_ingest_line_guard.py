@@ -13,6 +13,7 @@ import pytest
 
 from indexer import ingest_lines
 from indexer.config import Config
+from indexer.errors import IndexAccessError
 from indexer.hook import build_line
 from indexer.paths import StatePaths
 from indexer.writer import catch_up
@@ -71,5 +72,8 @@ def test_a_database_error_is_not_swallowed(
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(ingest_lines, "_ingest_line", broken)
-    with pytest.raises(sqlite3.OperationalError):
+    # Not quarantined as a bad line: it stops the pass, as ctxd's own error at the API boundary.
+    with pytest.raises(IndexAccessError) as raised:
         catch_up(paths, Config())
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+    assert "disk I/O error" in str(raised.value)
