@@ -22,6 +22,7 @@ __all__ = [
     "drop",
     "is_safe_name",
     "put",
+    "read_under",
     "write_account",
 ]
 
@@ -156,6 +157,15 @@ def claimed_by(base: str, session_id: str, cc_agent_id: str) -> dict[str, object
         return None
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
+
+
+def read_under(base: str, *parts: str) -> bytes:
+    """The bytes of base/parts…/name, no symlink followed on the way (OSError if one is met)."""
+    fd = _open_dir(base, parts[:-1], create=False)
+    try:
+        return _read(fd, parts[-1])
     finally:
         os.close(fd)
 
