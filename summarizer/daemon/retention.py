@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sqlite3
 import threading
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 from indexer import RetentionReport, prune_quarantine, prune_spool, purge
 from indexer.config import Config
 from indexer.paths import StatePaths, is_valid_session_id
+from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
 
 if TYPE_CHECKING:
     from summarizer.daemon.host import DaemonHost as Daemon
@@ -45,9 +47,40 @@ def prune_index(
     entries, gone = purge.expire_before(conn, paths, cutoff_ns)
     for sid in gone:
         if is_valid_session_id(sid):
-            for folder in (paths.sessions / sid, paths.resume / sid):
-                shutil.rmtree(folder, ignore_errors=True)
+            for folder in (
+                paths.sessions / sid,
+                paths.resume / sid,
+                paths.root / HANDOFF_DIR / "sessions" / sid,
+            ):
+                shutil.rmtree(folder, ignore_errors=True)  # refuses a symlink: left alone
+            _unlink(paths.root / "pages" / f"{sid}.html")  # `ctxd view`'s page of it
+    _drop_old_accounts(paths, cutoff_ns)
     return int(entries), len(gone)
+
+
+def _drop_old_accounts(paths: StatePaths, cutoff_ns: int) -> None:
+    """Remove agents' accounts written before the cutoff: they tell of runs whose entries
+    are gone (an account is written when its run ends; a later run writes a new one)."""
+    folder = paths.root / HANDOFF_DIR / ACCOUNTS_DIR
+    if folder.is_symlink() or not folder.is_dir():
+        return
+    with os.scandir(folder) as found:
+        for item in found:
+            try:
+                if (
+                    item.name.endswith(".md")
+                    and item.stat(follow_symlinks=False).st_mtime_ns < cutoff_ns
+                ):
+                    os.unlink(item.path)
+            except OSError:
+                pass
+
+
+def _unlink(path: os.PathLike[str]) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def run_retention(
