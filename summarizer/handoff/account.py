@@ -10,13 +10,12 @@ import json
 import sqlite3
 import time
 
-from indexer import write_atomic
 from indexer.agentid import AGENT_ID_RE, is_valid_agent_id
 from indexer.models import Entry
 from indexer.paths import StatePaths
 from indexer.session_query import agent_last_run
 from summarizer.handoff.prepare import MAX_TOKENS, within_budget
-from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
+from summarizer.handoff.queue import replace_account
 
 __all__ = ["account_text", "write_accounts"]
 
@@ -35,8 +34,8 @@ def write_accounts(
             continue
         text = account_text(conn, agent_id, max_tokens)
         if text:
-            path = paths.root / HANDOFF_DIR / ACCOUNTS_DIR / f"{agent_id}.md"
-            write_atomic(path, text.encode("utf-8"))
+            # Folder by folder without following a symlink (I10), like the hook's own writes.
+            replace_account(str(paths.root), agent_id, text)
             written += 1
     return written
 

@@ -23,6 +23,7 @@ __all__ = [
     "is_safe_name",
     "put",
     "read_under",
+    "replace_account",
     "write_account",
 ]
 
@@ -188,6 +189,16 @@ def write_account(base: str, agent_id: str, text: str, run_started_ns: int = 0) 
                 return
         except FileNotFoundError:
             pass
+        _write(fd, f"{agent_id}.md", text.encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+def replace_account(base: str, agent_id: str, text: str) -> None:
+    """Write handoff/agents/<agent_id>.md whatever is there (0600, no symlink followed on the
+    way: OSError if one is met). The caller validated `agent_id`."""
+    fd = _open_dir(base, (HANDOFF_DIR, ACCOUNTS_DIR), create=True)
+    try:
         _write(fd, f"{agent_id}.md", text.encode("utf-8", "replace"))
     finally:
         os.close(fd)
