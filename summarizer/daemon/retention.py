@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from indexer import RetentionReport, prune_quarantine, prune_spool, purge
@@ -47,13 +48,12 @@ def prune_index(
     entries, gone = purge.expire_before(conn, paths, cutoff_ns)
     for sid in gone:
         if is_valid_session_id(sid):
-            for folder in (
-                paths.sessions / sid,
-                paths.resume / sid,
-                paths.root / HANDOFF_DIR / "sessions" / sid,
-            ):
-                shutil.rmtree(folder, ignore_errors=True)  # refuses a symlink: left alone
-            _unlink(paths.root / "pages" / f"{sid}.html")  # `ctxd view`'s page of it
+            for folder in (paths.sessions / sid, paths.resume / sid):
+                shutil.rmtree(folder, ignore_errors=True)
+            if _plain_dirs(paths.root, HANDOFF_DIR, "sessions"):
+                shutil.rmtree(paths.root / HANDOFF_DIR / "sessions" / sid, ignore_errors=True)
+            if _plain_dirs(paths.root, "pages"):
+                _unlink(paths.root / "pages" / f"{sid}.html")  # `ctxd view`'s page of it
     _drop_old_accounts(paths, cutoff_ns)
     return int(entries), len(gone)
 
@@ -61,9 +61,9 @@ def prune_index(
 def _drop_old_accounts(paths: StatePaths, cutoff_ns: int) -> None:
     """Remove agents' accounts written before the cutoff: they tell of runs whose entries
     are gone (an account is written when its run ends; a later run writes a new one)."""
-    folder = paths.root / HANDOFF_DIR / ACCOUNTS_DIR
-    if folder.is_symlink() or not folder.is_dir():
+    if not _plain_dirs(paths.root, HANDOFF_DIR, ACCOUNTS_DIR):
         return
+    folder = paths.root / HANDOFF_DIR / ACCOUNTS_DIR
     with os.scandir(folder) as found:
         for item in found:
             try:
@@ -74,6 +74,16 @@ def _drop_old_accounts(paths: StatePaths, cutoff_ns: int) -> None:
                     os.unlink(item.path)
             except OSError:
                 pass
+
+
+def _plain_dirs(root: Path, *parts: str) -> bool:
+    """True if root/parts… are real folders, none a symlink: nothing is deleted through one."""
+    path = root
+    for part in parts:
+        path = path / part
+        if path.is_symlink() or not path.is_dir():
+            return False
+    return True
 
 
 def _unlink(path: os.PathLike[str]) -> None:

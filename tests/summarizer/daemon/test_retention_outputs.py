@@ -57,3 +57,30 @@ def test_expired_sessions_lose_their_pages_queues_and_accounts(tmp_path: Path) -
     assert (state / "pages" / "fresh.html").is_file()
     assert (state / "handoff" / "sessions" / "fresh").is_dir()
     assert (state / "handoff" / "agents" / "new-agent.md").is_file()
+
+
+def test_retention_deletes_nothing_through_a_symlinked_folder(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    paths = StatePaths(state)
+    now = time.time_ns()
+    _prompt(state, now - 40 * DAY_NS, "ancient", 1)
+    catch_up(paths)
+    outside = tmp_path / "outside"
+    for part in ("pages", "handoff"):  # (a linked sessions/ or resume/ stops the rebuild)
+        target = outside / part
+        (target / "ancient" / "sessions" / "ancient").mkdir(parents=True)
+        (target / "ancient.html").write_text("not ctxd's\n")
+        (target / "sessions" / "ancient").mkdir(parents=True)
+        if (state / part).is_dir():
+            for child in (state / part).iterdir():
+                child.rename(tmp_path / f"moved-{part}-{child.name}")
+            (state / part).rmdir()
+        (state / part).symlink_to(target)
+    before = sorted(str(p.relative_to(outside)) for p in outside.rglob("*"))
+    with writer_lock(paths):
+        conn = store.connect(paths.index_db)
+        try:
+            assert prune_index(conn, paths, index_days=30) == (1, 1)
+        finally:
+            conn.close()
+    assert sorted(str(p.relative_to(outside)) for p in outside.rglob("*")) == before
