@@ -10,6 +10,7 @@ starting at once never take the same marker. Standard library only: SubagentStar
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 from summarizer.resume.fastjson import encode_string, loads
@@ -244,8 +245,11 @@ def _stamp(name: str) -> int:
 
 
 def _read(fd: int, name: str) -> bytes:
-    f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    # O_NONBLOCK and a regular-file check: a FIFO in its place must not hang the hook.
+    f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
     try:
+        if not stat.S_ISREG(os.fstat(f).st_mode):
+            raise OSError(f"{name} is not a regular file")
         chunks = []
         while chunk := os.read(f, 1 << 16):
             chunks.append(chunk)
