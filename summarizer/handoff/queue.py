@@ -9,6 +9,7 @@ starting at once never take the same marker. Standard library only: SubagentStar
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -249,7 +250,7 @@ def _read(fd: int, name: str) -> bytes:
     f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
     try:
         if not stat.S_ISREG(os.fstat(f).st_mode):
-            raise OSError(f"{name} is not a regular file")
+            raise OSError(errno.EINVAL, "not a regular file", name)
         chunks = []
         while chunk := os.read(f, 1 << 16):
             chunks.append(chunk)
