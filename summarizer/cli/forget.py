@@ -81,13 +81,13 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
                     paths.resume / sid,
                     handoff / "sessions" / sid,
                 ):
-                    _remove_tree(folder, paths.root)
-                _remove_tree(paths.root / "pages" / f"{sid}.html", paths.root)  # `ctxd view`'s page
+                    _remove_tree(folder)
+                _remove_tree(paths.root / "pages" / f"{sid}.html")  # `ctxd view`'s page
             # Agents' accounts may tell of a forgotten run: drop them, then rewrite those of
             # agents that still have a run in a session that stays.
             for agent_id in agents:
                 if is_valid_agent_id(agent_id):
-                    _remove_tree(handoff / ACCOUNTS_DIR / f"{agent_id}.md", paths.root)
+                    _remove_tree(handoff / ACCOUNTS_DIR / f"{agent_id}.md")
             write_accounts(conn, paths, agents)
             if report.sessions or report.rows:
                 # The project-wide view and the views of sessions that keep some entries
@@ -96,7 +96,7 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
             if report.sessions:
                 # Built from the memory of every session: rebuilt at the next compaction.
                 for name in os.listdir(paths.context) if paths.context.is_dir() else ():
-                    _remove_tree(paths.context / name, paths.root)
+                    _remove_tree(paths.context / name)
             # Deleted rows stay in free pages and in the WAL until both are rewritten (unless
             # SQLite was built with secure_delete on, which zeroes freed pages).
             purge.compact_file(conn)
@@ -154,11 +154,8 @@ def _delete_spool(
         delete_segment(conn, paths, name, known.get(name), report.spool, wanted)
 
 
-def _remove_tree(path: Path, root: Path) -> None:
-    """Delete a file or a directory tree; a symlink is removed itself, never followed, and
-    nothing is deleted through a symlinked folder on the way (pages/, handoff/ …)."""
-    if _linked_parent(path, root):
-        return
+def _remove_tree(path: Path) -> None:
+    """Delete a file or a directory tree; a symlink is removed itself, never followed."""
     try:
         if path.is_symlink() or not path.is_dir():
             path.unlink(missing_ok=True)
@@ -166,11 +163,6 @@ def _remove_tree(path: Path, root: Path) -> None:
             shutil.rmtree(path)  # rmtree does not follow symlinks inside the tree
     except FileNotFoundError:
         pass
-
-
-def _linked_parent(path: Path, root: Path) -> bool:
-    """True if a folder between `root` (excluded) and `path` is a symlink."""
-    return any(p.is_symlink() for p in path.parents if p != root and p.is_relative_to(root))
 
 
 def _parse_date(text: str) -> int:
