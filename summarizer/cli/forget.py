@@ -183,9 +183,11 @@ def _delete_spool(
 def _parse_date(text: str) -> int:
     for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"):
         try:
-            return calendar.timegm(time.strptime(text, fmt)) * 10**9
+            ns = calendar.timegm(time.strptime(text, fmt)) * 10**9
         except ValueError:
             continue
+        # Times are 64-bit SQLite integers: a date outside them means nothing or everything.
+        return max(0, min(ns, 2**63 - 1))
     raise CtxdError(f"--before {text!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)")
 
 

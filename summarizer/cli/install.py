@@ -357,7 +357,12 @@ def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], 
     else:
         mode = stat.S_IMODE(path.stat().st_mode)
         backup = backup_path(path, backup_dir)  # one file, replaced: no pile of backups
-        backup.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if backup_dir is None:
+            backup.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        else:  # in the state dir, which holds no symlink ctxd follows: settings hold secrets
+            from indexer.paths import ensure_private_dir
+
+            ensure_private_dir(backup_dir)
         _write_atomic(backup, raw, 0o600)
     _write_atomic(path, data, mode)
     return InstallReport(path, backup, changes, created=raw is None)

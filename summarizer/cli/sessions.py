@@ -33,7 +33,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     """List the sessions, newest first."""
     if args.limit < 1:
         raise CtxdError("--limit must be at least 1")
-    limit = None if args.all else args.limit
+    limit = None if args.all else min(args.limit, 2**63 - 1)  # SQLite's LIMIT is 64-bit
     paths = state_paths(args)
     catch_up_sessions(paths)
     infos = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -19,9 +20,12 @@ def is_plain_dir(path: str) -> bool | None:
 
 
 def read_nofollow(path: str) -> bytes:
-    """The bytes of a regular file; a symlink in its place is an error (ELOOP)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    """The bytes of a regular file; a symlink in its place is an error (ELOOP), and so is a
+    FIFO or a device (opened without blocking, so a hook never hangs on one)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from indexer import RetentionReport, prune_quarantine, prune_spool, purge, safefs
 from indexer.config import Config
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths, is_valid_session_id
+from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
 
 if TYPE_CHECKING:
     from summarizer.daemon.host import DaemonHost as Daemon
@@ -46,11 +49,40 @@ def prune_index(
     for sid in gone:
         if is_valid_session_id(sid):
             for folder in (paths.sessions / sid, paths.resume / sid):
-                try:
-                    safefs.rmtree(paths.root, folder)  # by fds: a symlink is removed itself
-                except (OSError, StateDirError) as e:
-                    log.warning("retention: cannot remove %s: %s", folder, e)
+                _remove(paths, folder)
+            _remove(paths, paths.root / HANDOFF_DIR / "sessions" / sid)  # its handoff queue
+            _remove(paths, paths.root / "pages" / f"{sid}.html")  # `ctxd view`'s page of it
+    _drop_old_accounts(paths, cutoff_ns)
     return int(entries), len(gone)
+
+
+def _remove(paths: StatePaths, path: Path) -> None:
+    try:
+        safefs.rmtree(paths.root, path)  # by fds: a symlink is removed itself, never followed
+    except (OSError, StateDirError) as e:
+        log.warning("retention: cannot remove %s: %s", path, e)
+
+
+def _drop_old_accounts(paths: StatePaths, cutoff_ns: int) -> None:
+    """Remove agents' accounts written before the cutoff: they tell of runs whose entries
+    are gone (an account is written when its run ends; a later run writes a new one)."""
+    try:
+        fd = safefs.open_dir(paths.root, paths.root / HANDOFF_DIR / ACCOUNTS_DIR, create=False)
+    except (OSError, StateDirError):
+        return  # none yet, or not a real folder: nothing is deleted through a symlink
+    try:
+        with os.scandir(fd) as found:
+            for item in found:
+                try:
+                    if (
+                        item.name.endswith(".md")
+                        and item.stat(follow_symlinks=False).st_mtime_ns < cutoff_ns
+                    ):
+                        os.unlink(item.name, dir_fd=fd)
+                except OSError:
+                    pass
+    finally:
+        os.close(fd)
 
 
 def run_retention(

@@ -11,11 +11,8 @@ the budget in bytes is cut at that many bytes.
 
 from __future__ import annotations
 
-import os
-
-from summarizer.common.nofollow import read_nofollow
 from summarizer.handoff.names import Names, names_in
-from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR, put
+from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR, put, read_under
 from summarizer.resume.fastjson import loads
 
 __all__ = ["MAX_TOKENS", "agent_call", "compose", "within_budget", "within_bytes"]
@@ -64,7 +61,7 @@ def compose(base: str, names: Names, max_tokens: int = MAX_TOKENS) -> str:
     if names.task_id and names.role:
         parts += _task_parts(base, names.task_id, names.role)
     if names.agent_id:
-        account = _read_text(os.path.join(base, HANDOFF_DIR, ACCOUNTS_DIR, names.agent_id + ".md"))
+        account = _read_text(base, HANDOFF_DIR, ACCOUNTS_DIR, names.agent_id + ".md")
         if account:
             parts.append(account.strip())
     return within_bytes("\n\n".join(parts), max_tokens)
@@ -96,24 +93,23 @@ def within_budget(text: str, max_tokens: int) -> str:
 
 
 def _task_parts(base: str, task_id: str, role: str) -> list[str]:
-    folder = os.path.join(base, _TASKS_DIR, task_id)
-    export = _read_text(os.path.join(folder, f"context-{role}.json"))
+    export = _read_text(base, _TASKS_DIR, task_id, f"context-{role}.json")
     if not export:
         return []
     parts = [
         f"ctxd task context for {task_id}, role {role} (context-{role}.json):\n{export.strip()}"
     ]
-    previous = _previous_snapshot(folder, export)
+    previous = _previous_snapshot(base, task_id, export)
     if previous:
         parts.append(previous)
     return parts
 
 
-def _previous_snapshot(folder: str, export: str) -> str:
+def _previous_snapshot(base: str, task_id: str, export: str) -> str:
     """A summary of the previous role's working-tree snapshot, from the task's context.json."""
     try:
         previous = loads(export).get("previous_role")
-        context = loads(_read_text(os.path.join(folder, "context.json")) or "{}")
+        context = loads(_read_text(base, _TASKS_DIR, task_id, "context.json") or "{}")
     except (ValueError, AttributeError):
         return ""
     if not isinstance(previous, str) or not isinstance(context, dict):
@@ -136,8 +132,10 @@ def _previous_snapshot(folder: str, export: str) -> str:
     return "\n".join(x for x in lines if x)
 
 
-def _read_text(path: str) -> str:
+def _read_text(base: str, *parts: str) -> str:
+    # Folder by folder without following a symlink: a link anywhere under the state directory
+    # could hand a subagent (and so the model) a file from outside it (I10).
     try:
-        return read_nofollow(path).decode("utf-8", "replace")
+        return read_under(base, *parts).decode("utf-8", "replace")
     except OSError:
         return ""

@@ -9,7 +9,9 @@ starting at once never take the same marker. Standard library only: SubagentStar
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import time
 
 from summarizer.resume.fastjson import encode_string, loads
@@ -22,6 +24,7 @@ __all__ = [
     "drop",
     "is_safe_name",
     "put",
+    "read_under",
     "write_account",
 ]
 
@@ -160,6 +163,15 @@ def claimed_by(base: str, session_id: str, cc_agent_id: str) -> dict[str, object
         os.close(fd)
 
 
+def read_under(base: str, *parts: str) -> bytes:
+    """The bytes of base/parts…/name, no symlink followed on the way (OSError if one is met)."""
+    fd = _open_dir(base, parts[:-1], create=False)
+    try:
+        return _read(fd, parts[-1])
+    finally:
+        os.close(fd)
+
+
 def write_account(base: str, agent_id: str, text: str, run_started_ns: int = 0) -> None:
     """Write handoff/agents/<agent_id>.md atomically (0600, no symlink followed).
 
@@ -223,8 +235,11 @@ def _stamp(name: str) -> int:
 
 
 def _read(fd: int, name: str) -> bytes:
-    f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    # O_NONBLOCK and a regular-file check: a FIFO in its place must not hang the hook.
+    f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
     try:
+        if not stat.S_ISREG(os.fstat(f).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", name)
         chunks = []
         while chunk := os.read(f, 1 << 16):
             chunks.append(chunk)

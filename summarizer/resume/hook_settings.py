@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from summarizer.resume.files import MAX_CONTEXT_CHARS
 
@@ -38,7 +39,11 @@ class HookSettings:
 def read_settings(state_dir: str) -> HookSettings:
     """The hook's settings from `<state_dir>/config.toml`; defaults if missing or invalid."""
     try:
-        with open(os.path.join(state_dir, "config.toml"), "rb") as f:
+        # Without blocking, regular files only: a FIFO there must not hang the hook.
+        fd = os.open(os.path.join(state_dir, "config.toml"), os.O_RDONLY | os.O_NONBLOCK)
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return HookSettings()
             data = f.read()
     except OSError:
         return HookSettings()

@@ -44,14 +44,19 @@ def to_match(text: str) -> str:
     return " ".join(terms)
 
 
+_MAX_NS = 2**63 - 1
+
+
 def parse_since(text: str) -> int:
     """A UTC date or date-time (YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS], optional Z) in ns."""
     value = text.strip().removesuffix("Z")
     for fmt in _DATE_FORMATS:
         try:
-            return calendar.timegm(time.strptime(value, fmt)) * 1_000_000_000
+            ns = calendar.timegm(time.strptime(value, fmt)) * 1_000_000_000
         except ValueError:
             continue
+        # Times are SQLite integers (ns, 64-bit): a date outside them selects all or nothing.
+        return max(0, min(ns, _MAX_NS))
     raise SearchQueryError(
         f"--since {text!r} is not a date; use YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)"
     )

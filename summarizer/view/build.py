@@ -7,7 +7,7 @@ import sqlite3
 
 from indexer.paths import StatePaths, check_session_id
 from indexer.session_query import session_agents, session_entries, session_entry_count
-from summarizer.common.nofollow import read_nofollow
+from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.memory.store import has_memory, load_memory
 from summarizer.resume.files import CONSUMED_FILE, CONTEXT_FILE
 from summarizer.resume.sessions import SessionInfo
@@ -64,7 +64,12 @@ def _memory(conn: sqlite3.Connection) -> MemoryView:
 
 def _handback(paths: StatePaths, session_id: str, name: str) -> str:
     """A resume text of the session: the one handed back last, or the one ready for the next."""
-    path = os.path.join(paths.resume / check_session_id(session_id), name)
+    folder = str(paths.resume / check_session_id(session_id))
+    # The resume folder and the one above it must be real folders: a symlink there would put
+    # a file from outside the state directory into the page (I10), as the resume hook refuses.
+    if is_plain_dir(folder) is not True or is_plain_dir(os.path.dirname(folder)) is not True:
+        return ""
+    path = os.path.join(folder, name)
     try:
         return read_nofollow(path).decode("utf-8", "replace")
     except OSError:
