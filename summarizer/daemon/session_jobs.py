@@ -6,11 +6,12 @@ import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
-from indexer import IngestStats, history
+from indexer import history
 from indexer.config import Config
 from indexer.paths import StatePaths
 from indexer.session_query import agents_ended_after
 from summarizer.daemon.retention import start_retention_job
+from summarizer.daemon.watermark import WatermarkListener
 from summarizer.handoff.account import write_accounts
 from summarizer.resume import writer as resume
 from summarizer.resume.todos import session_todos, write_todos
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from summarizer.daemon.host import DaemonHost as Daemon
 
 __all__ = [
-    "SessionListener",
     "attach",
     "catch_up_sessions",
     "sync_sessions",
@@ -72,28 +72,13 @@ def sync_sessions(
     return top
 
 
-class SessionListener:
-    """A Daemon batch listener: runs sync_sessions after every ingest batch."""
-
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-
-    def __call__(self, _stats: IngestStats | None = None) -> None:
-        daemon = self.daemon
-        with daemon.index_lock:
-            if daemon.writer is None:
-                return
-            conn = daemon.writer.conn
-            after = int(history.get_meta(conn, WATERMARK_KEY, "0") or 0)
-            top = sync_sessions(conn, daemon.paths, daemon.config, after)
-            if top != after:
-                with history.transaction(conn):
-                    history.set_meta(conn, WATERMARK_KEY, str(top))
-
-
 def attach(daemon: Daemon) -> None:
     """Wire the session duties into a started daemon (called from its on_start)."""
-    listener = SessionListener(daemon)
+    listener = WatermarkListener(
+        daemon,
+        WATERMARK_KEY,
+        lambda conn, after: sync_sessions(conn, daemon.paths, daemon.config, after),
+    )
     daemon.listeners.append(listener)
     try:
         listener()  # what was indexed while no daemon ran (catch-up by readers)
