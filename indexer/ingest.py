@@ -20,11 +20,10 @@ from indexer.session_catalog import SessionDelta, add_to_session, update_session
 from indexer.spool import is_segment_name, split_lines
 from indexer.store import StoredEntry
 from indexer.tailer import (
-    HEAD_BYTES,
     Action,
     FileState,
+    advanced,
     decide,
-    head_for,
     marker_for,
     observe,
     read_chunk,
@@ -166,21 +165,7 @@ class Ingestor:
                     guarded_line(batch, raw, line_no, cfg, self.registry)
                 self._store(batch)
                 self.registry.flush()
-                new_offset = state.offset + consumed
-                head_len, head_hash = state.head_len, state.head_hash
-                if head_len < HEAD_BYTES:
-                    head_len, head_hash = head_for(fd, new_offset)
-                state = FileState(
-                    state.file_id,
-                    state.name,
-                    state.dev,
-                    state.ino,
-                    head_len,
-                    head_hash,
-                    new_offset,
-                    marker_for(fd, new_offset),
-                    line_no,
-                )
+                state = advanced(state, fd, state.offset + consumed, line_no)
                 store.save_file(self.conn, state)
         except BaseException:
             self.registry.reset()

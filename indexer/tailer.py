@@ -89,6 +89,25 @@ def marker_for(fd: int, offset: int) -> bytes:
     return digest(os.pread(fd, offset - start, start))
 
 
+def advanced(state: FileState, fd: int, offset: int, line_no: int) -> FileState:
+    """`state` moved to a new committed `offset` (and line count): the marker of the bytes
+    before it, and the head hash grown while the file is shorter than HEAD_BYTES."""
+    head_len, head_hash = state.head_len, state.head_hash
+    if head_len < HEAD_BYTES:
+        head_len, head_hash = head_for(fd, offset)
+    return FileState(
+        state.file_id,
+        state.name,
+        state.dev,
+        state.ino,
+        head_len,
+        head_hash,
+        offset,
+        marker_for(fd, offset),
+        line_no,
+    )
+
+
 def head_for(fd: int, size: int) -> tuple[int, bytes]:
     """The head length and hash to remember; grows until HEAD_BYTES as the file grows."""
     head = os.pread(fd, min(size, HEAD_BYTES), 0) if size else b""

@@ -16,12 +16,10 @@ from indexer import store, transcript_store
 from indexer.ingest_lines import Batch, guarded_event
 from indexer.spool import RawLine, split_lines
 from indexer.tailer import (
-    HEAD_BYTES,
     Action,
     FileState,
+    advanced,
     decide,
-    head_for,
-    marker_for,
     observe,
     read_chunk,
 )
@@ -185,20 +183,7 @@ class TranscriptImporter:
             guarded_event(batch, raw.offset, line_no, event, self.config, self.registry)
 
     def _save(self, fd: int, state: FileState, offset: int, line_no: int) -> FileState:
-        head_len, head_hash = state.head_len, state.head_hash
-        if head_len < HEAD_BYTES:
-            head_len, head_hash = head_for(fd, offset)
-        new = FileState(
-            state.file_id,
-            state.name,
-            state.dev,
-            state.ino,
-            head_len,
-            head_hash,
-            offset,
-            marker_for(fd, offset),
-            line_no,
-        )
+        new = advanced(state, fd, offset, line_no)
         transcript_store.save_file(self.conn, new)
         return new
 
