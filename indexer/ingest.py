@@ -25,6 +25,7 @@ from indexer.tailer import (
     advanced,
     decide,
     marker_for,
+    next_newline,
     observe,
     read_chunk,
 )
@@ -180,7 +181,7 @@ class Ingestor:
         stats = IngestStats()
         cfg = self.config.ingest
         if len(chunk) >= cfg.max_line_bytes:
-            end = _next_newline(fd, state.offset + len(chunk), size)
+            end = next_newline(fd, state.offset + len(chunk), size)
             if end < 0:
                 return state, stats, True  # still being written; look again later
             error = f"line exceeds [ingest] max_line_bytes ({end - state.offset} bytes)"
@@ -344,16 +345,3 @@ def _replace_partial(state: FileState, now: float, pending: int) -> FileState:
         now,
         pending,
     )
-
-
-def _next_newline(fd: int, start: int, size: int) -> int:
-    pos = start
-    while pos < size:
-        block = os.pread(fd, min(1 << 20, size - pos), pos)
-        if not block:
-            break
-        i = block.find(b"\n")
-        if i >= 0:
-            return pos + i
-        pos += len(block)
-    return -1

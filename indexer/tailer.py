@@ -108,6 +108,20 @@ def advanced(state: FileState, fd: int, offset: int, line_no: int) -> FileState:
     )
 
 
+def next_newline(fd: int, start: int, size: int) -> int:
+    """Offset of the first b"\\n" at or after `start` (before `size`), or -1 if none yet."""
+    pos = start
+    while pos < size:
+        block = os.pread(fd, min(1 << 20, size - pos), pos)
+        if not block:
+            break
+        i = block.find(b"\n")
+        if i >= 0:
+            return pos + i
+        pos += len(block)
+    return -1
+
+
 def head_for(fd: int, size: int) -> tuple[int, bytes]:
     """The head length and hash to remember; grows until HEAD_BYTES as the file grows."""
     head = os.pread(fd, min(size, HEAD_BYTES), 0) if size else b""

@@ -20,6 +20,7 @@ from indexer.tailer import (
     FileState,
     advanced,
     decide,
+    next_newline,
     observe,
     read_chunk,
 )
@@ -124,7 +125,8 @@ class TranscriptImporter:
             if not lines:
                 if len(chunk) < self.config.max_line_bytes:
                     return  # a partial last line: not yet written (I4); read it next time
-                length = _skip_line(fd, pos, size)
+                end = next_newline(fd, pos, size)
+                length = -1 if end < 0 else end + 1 - pos
                 if length < 0:
                     return  # an oversize line still being written
                 error = f"line exceeds [ingest] max_line_bytes ({length} bytes)"
@@ -197,20 +199,6 @@ class TranscriptImporter:
         with store.transaction(self.conn):
             self.writer.ingestor.store_batch(batch)
             return self._save(fd, state, offset, line_no)
-
-
-def _skip_line(fd: int, start: int, size: int) -> int:
-    """Length of the line at `start` including its b"\\n", or -1 if it has none yet."""
-    pos = start
-    while pos < size:
-        block = os.pread(fd, min(1 << 20, size - pos), pos)
-        if not block:
-            break
-        i = block.find(b"\n")
-        if i >= 0:
-            return pos + i + 1 - start
-        pos += len(block)
-    return -1
 
 
 def _agent_type(path: Path) -> str:
