@@ -19,10 +19,12 @@ def is_plain_dir(path: str) -> bool | None:
         return False
 
 
-def read_nofollow(path: str) -> bytes:
-    """The bytes of a regular file; a symlink in its place is an error (ELOOP), and so is a
-    FIFO or a device (opened without blocking, so a hook never hangs on one)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+def read_nofollow(path: str, dir_fd: int | None = None) -> bytes:
+    """The bytes of a regular file (`path` relative to `dir_fd` if given); a symlink in its
+    place is an error (ELOOP), and so is a FIFO or a device (opened without blocking, so a
+    hook never hangs on one)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, dir_fd=dir_fd)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", path)

@@ -9,11 +9,10 @@ starting at once never take the same marker. Standard library only: SubagentStar
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 import time
 
+from summarizer.common.nofollow import read_nofollow
 from summarizer.resume.fastjson import encode_string, loads
 
 __all__ = [
@@ -98,7 +97,7 @@ def claim(base: str, session_id: str, agent_type: str, cc_agent_id: str) -> str:
                 _unlink(fd, name)
                 continue
             try:
-                marker = loads(_read(fd, name))
+                marker = loads(read_nofollow(name, dir_fd=fd))
             except (OSError, ValueError):
                 continue
             if wanted and str(marker.get("agent_type", "")) != wanted:
@@ -130,7 +129,7 @@ def drop(base: str, session_id: str, tool_use_id: str) -> None:
             if not name.startswith("p-"):
                 continue
             try:
-                marker = loads(_read(fd, name))
+                marker = loads(read_nofollow(name, dir_fd=fd))
             except (OSError, ValueError):
                 continue
             if isinstance(marker, dict) and marker.get("tool_use_id") == tool_use_id:
@@ -151,7 +150,7 @@ def claimed_by(base: str, session_id: str, cc_agent_id: str) -> dict[str, object
         suffix = f"-{cc_agent_id}.json"
         for name in os.listdir(fd):
             if name.startswith("n-") and name.endswith(suffix):
-                marker = loads(_read(fd, name))
+                marker = loads(read_nofollow(name, dir_fd=fd))
                 if not isinstance(marker, dict):
                     return None
                 marker["called_ns"] = _stamp(name)  # when the Agent call queued it
@@ -167,7 +166,7 @@ def read_under(base: str, *parts: str) -> bytes:
     """The bytes of base/parts…/name, no symlink followed on the way (OSError if one is met)."""
     fd = _open_dir(base, parts[:-1], create=False)
     try:
-        return _read(fd, parts[-1])
+        return read_nofollow(parts[-1], dir_fd=fd)
     finally:
         os.close(fd)
 
@@ -232,20 +231,6 @@ def _stamp(name: str) -> int:
         return int(name.split("-")[1])
     except (IndexError, ValueError):
         return 0
-
-
-def _read(fd: int, name: str) -> bytes:
-    # O_NONBLOCK and a regular-file check: a FIFO in its place must not hang the hook.
-    f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-    try:
-        if not stat.S_ISREG(os.fstat(f).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", name)
-        chunks = []
-        while chunk := os.read(f, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(f)
 
 
 def _unlink(fd: int, name: str) -> None:
