@@ -29,8 +29,9 @@ _AGENT_CALL_FAILED_MARKS = (
 )
 
 
-# The same rule as indexer/statedir.py (a copy: this script imports only the stdlib;
-# tests/test_layers.py checks that the two stay identical).
+# The same rule as indexer/statedir.py (a copy: this script imports only the stdlib, and
+# importing that module would add ~0.17 ms to every event; tests/test_layers.py checks that
+# the two stay identical).
 def state_dir(environ: "os._Environ[str] | dict[str, str]", cwd: str) -> str:
     """Resolve the state directory: $CTXD_HOME, else <project>/.ctxd (ARCHITECTURE §4).
 

@@ -23,6 +23,7 @@ from summarizer.cli.install import (
     default_hook_command,
     ensure_gitignored,
     install,
+    remove_gitignored,
     uninstall,
     write_private,
 )
@@ -147,7 +148,8 @@ def _register_mcp(paths: StatePaths, root: Path, dry_run: bool, shared: bool) ->
         local = root / ".claude" / "settings.local.json"
         if local.exists():
             unregister_mcp(root, only=local)
-        _unignore(root, ".mcp.json")
+        if remove_gitignored(root, ".mcp.json"):
+            print(f"took .mcp.json out of {root / '.gitignore'} (it holds a portable command now)")
     if not dry_run:  # recorded before they exist, so `--uninstall` may remove them
         new = [root / ".claude"] + (
             [] if shared else [mcp_path, root / ".claude" / "settings.local.json"]
@@ -170,19 +172,6 @@ def _tracked_by_git(root: Path, path: Path) -> bool:
     except OSError:  # no git: nothing is tracked
         return False
     return done.returncode == 0
-
-
-def _unignore(root: Path, line: str) -> None:
-    """Take `line` out of the project's .gitignore (ctxd added it for a file it now shares)."""
-    gitignore = root / ".gitignore"
-    try:
-        lines = gitignore.read_text(encoding="utf-8").splitlines(keepends=True)
-    except OSError:
-        return
-    kept = [x for x in lines if x.strip() != line]
-    if kept != lines:
-        gitignore.write_text("".join(kept), encoding="utf-8")
-        print(f"took {line} out of {gitignore} (it holds a portable command now)")
 
 
 def _unregister_mcp(paths: StatePaths, root: Path, dry_run: bool) -> None:

@@ -228,6 +228,21 @@ def ensure_gitignored(project_root: Path, entry: str = ".ctxd/") -> bool:
     return True
 
 
+def remove_gitignored(project_root: Path, entry: str) -> bool:
+    """Take the line `entry` (as ensure_gitignored wrote it) out of `<project_root>/.gitignore`;
+    True if it was there."""
+    path = project_root / ".gitignore"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    except OSError:
+        return False
+    kept = [line for line in lines if line.strip() != entry]
+    if kept == lines:
+        return False
+    path.write_text("".join(kept), encoding="utf-8")
+    return True
+
+
 def _is_entry_point(word: str) -> bool:
     w = word.strip("'\"").replace("\\", "/")
     return any(w == s or w.endswith("/" + s) for s in ("ctxd-hook", "indexer/hook.py"))
