@@ -15,15 +15,14 @@ from pathlib import Path
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from summarizer.cli.doctor import project_root
+from summarizer.cli.gitignore import ensure_gitignored, remove_gitignored
 from summarizer.cli.install import (
     HookCommand,
     InstallReport,
     SettingsError,
     backup_path,
     default_hook_command,
-    ensure_gitignored,
     install,
-    remove_gitignored,
     uninstall,
     write_private,
 )

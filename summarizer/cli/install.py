@@ -18,7 +18,7 @@ from typing import Any
 
 __all__ = [
     "EVENTS", "HookCommand", "InstallReport", "IsOurs", "MergeResult", "SettingsError", "Spec",
-    "backup_path", "ctxd_hook_spec", "default_hook_command", "ensure_gitignored", "install",
+    "backup_path", "ctxd_hook_spec", "default_hook_command", "install",
     "is_ctxd_handler", "merge_hooks", "remove_hooks", "uninstall", "write_private",
 ]  # fmt: skip
 
@@ -213,34 +213,6 @@ def backup_path(settings_path: Path, backup_dir: Path | None = None) -> Path:
         return settings_path.with_name(settings_path.name + ".ctxd-backup")
     tag = hashlib.sha1(str(settings_path.absolute()).encode()).hexdigest()[:8]
     return backup_dir / f"{settings_path.name}.{tag}.ctxd-backup"
-
-
-def ensure_gitignored(project_root: Path, entry: str = ".ctxd/") -> bool:
-    """Append `entry` to `<project_root>/.gitignore` unless an equivalent line is there."""
-    path = project_root / ".gitignore"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    name = entry.strip("/")
-    same = {name, f"{name}/", f"/{name}", f"/{name}/", f"**/{name}", f"**/{name}/"}
-    if any(line.strip() in same for line in text.split("\n")):
-        return False
-    with path.open("a", encoding="utf-8") as f:
-        f.write(("" if not text or text.endswith("\n") else "\n") + entry + "\n")
-    return True
-
-
-def remove_gitignored(project_root: Path, entry: str) -> bool:
-    """Take the line `entry` (as ensure_gitignored wrote it) out of `<project_root>/.gitignore`;
-    True if it was there."""
-    path = project_root / ".gitignore"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    except OSError:
-        return False
-    kept = [line for line in lines if line.strip() != entry]
-    if kept == lines:
-        return False
-    path.write_text("".join(kept), encoding="utf-8")
-    return True
 
 
 def _is_entry_point(word: str) -> bool:

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from summarizer.cli.gitignore import ensure_gitignored
 from summarizer.cli.install import (
     EVENTS,
     HookCommand,
     SettingsError,
     ctxd_hook_spec,
     default_hook_command,
-    ensure_gitignored,
     install,
     is_ctxd_handler,
     merge_hooks,

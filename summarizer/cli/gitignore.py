@@ -1,0 +1,35 @@
+"""The project's .gitignore entries ctxd adds (its state, files with paths of this machine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["ensure_gitignored", "remove_gitignored"]
+
+
+def ensure_gitignored(project_root: Path, entry: str = ".ctxd/") -> bool:
+    """Append `entry` to `<project_root>/.gitignore` unless an equivalent line is there."""
+    path = project_root / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    name = entry.strip("/")
+    same = {name, f"{name}/", f"/{name}", f"/{name}/", f"**/{name}", f"**/{name}/"}
+    if any(line.strip() in same for line in text.split("\n")):
+        return False
+    with path.open("a", encoding="utf-8") as f:
+        f.write(("" if not text or text.endswith("\n") else "\n") + entry + "\n")
+    return True
+
+
+def remove_gitignored(project_root: Path, entry: str) -> bool:
+    """Take the line `entry` (as ensure_gitignored wrote it) out of `<project_root>/.gitignore`;
+    True if it was there."""
+    path = project_root / ".gitignore"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    except OSError:
+        return False
+    kept = [line for line in lines if line.strip() != entry]
+    if kept == lines:
+        return False
+    path.write_text("".join(kept), encoding="utf-8")
+    return True
