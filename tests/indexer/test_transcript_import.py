@@ -123,15 +123,46 @@ def test_every_corpus_transcript_imports_its_tool_events(tmp_path: Path, path: P
     assert sessions <= {r.get("sessionId") for r in records}
 
 
+def _copy_corpus(dest: Path, age_s: float) -> list[Path]:
+    """The corpus transcripts copied under `dest`, last written `age_s` seconds ago.
+
+    A fresh checkout gives every file the time of the checkout, so the age is set here rather
+    than taken from wherever the corpus lies (the corpus itself is never touched).
+    """
+    stamp = datetime.now().timestamp() - age_s
+    copies = []
+    for path in _corpus_files():
+        copy = dest / path.relative_to(TRANSCRIPTS)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(path.read_bytes())
+        os.utime(copy, (stamp, stamp))
+        copies.append(copy)
+    return copies
+
+
 def test_the_whole_corpus_imports_once_and_a_rerun_adds_nothing(tmp_path: Path) -> None:
-    first = _import(tmp_path / ".ctxd", _corpus_files())
+    files = _copy_corpus(tmp_path / "transcripts", age_s=3600)
+    first = _import(tmp_path / ".ctxd", files)
     assert first.entries > 1000 and first.quarantined == 0
     before = _kinds(tmp_path / ".ctxd")
-    again = _import(tmp_path / ".ctxd", _corpus_files())
+    again = _import(tmp_path / ".ctxd", files)
     assert again.entries == 0
     assert _kinds(tmp_path / ".ctxd") == before
-    # Only files that end with a call still waiting for its result are read again.
+    # In finished sessions only files that end with a call still waiting for its result are
+    # read again.
     assert again.changed <= 2 and again.lines < 100
+
+
+def test_a_rerun_of_files_written_just_now_adds_nothing_either(tmp_path: Path) -> None:
+    # Files written in the last minutes may still get their turn's end, so their last text is
+    # read again: more files change, but nothing is stored twice.
+    files = _copy_corpus(tmp_path / "transcripts", age_s=0)
+    first = _import(tmp_path / ".ctxd", files)
+    before = _kinds(tmp_path / ".ctxd")
+    again = _import(tmp_path / ".ctxd", files)
+    assert again.entries == 0 and again.quarantined == 0
+    assert _kinds(tmp_path / ".ctxd") == before
+    assert again.lines < first.lines // 10
 
 
 # --- stored once, whichever source comes first ----------------------------------------------
