@@ -4,10 +4,13 @@ Generates transcripts shaped like shared/corpus/transcripts: each corpus transcr
 over and over, every copy with its own session, record and tool ids (so nothing is
 deduplicated away), one file per copy, until --mb megabytes, dated a day back (finished sessions). Then, in this process:
   1. bare: msgspec.json.decode of every line of every file (untyped), the baseline;
-  2. import: TranscriptImporter over every file into a fresh index (convert, decode, redact,
-     normalize, attribute, commit, views);
-  1 and 2 alternate for --rounds rounds (plus a last bare round); the best of each is compared;
-  3. re-run with nothing new: in process, and the whole `ctxd import PATH` process.
+  2. convert: the import's own part alone: read, split and turn every line into the hook
+     events it gives (transcript_records.Converter), nothing stored;
+  3. import: TranscriptImporter over every file into a fresh index (convert, then the ingest
+     path every hook event takes: decode, normalize, redact, attribute, commit, views);
+  1, 2 and 3 alternate for --rounds rounds (plus a last bare round); the best of each is
+  compared, and import minus convert is what the shared ingest path costs;
+  4. re-run with nothing new: in process, and the whole `ctxd import PATH` process.
 The data is deleted at the end.
 
     python bench/bench_import.py [--mb 500]
@@ -31,7 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from indexer.paths import StatePaths  # noqa: E402
+from indexer.spool import split_lines  # noqa: E402
 from indexer.transcript_import import ImportStats, TranscriptImporter  # noqa: E402
+from indexer.transcript_records import Converter  # noqa: E402
 from indexer.writer import open_writer, writer_lock  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus" / "transcripts"
@@ -74,6 +79,19 @@ def bare(files: list[Path]) -> tuple[float, float]:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
+def convert(files: list[Path]) -> tuple[float, float]:
+    """Wall and CPU seconds of turning every line into its hook events, as the import does
+    before handing them to the ingest path."""
+    start, cpu = time.perf_counter(), time.process_time()
+    for path in files:
+        lines, _ = split_lines(path.read_bytes(), 0)
+        converter = Converter(str(path))
+        for line_no, raw in enumerate(lines, 1):
+            if raw.data:
+                converter.convert(raw.data, raw.offset, line_no)
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
 def import_all(state: Path, files: list[Path]) -> tuple[tuple[float, float], ImportStats]:
     """Wall and CPU seconds of importing every file into `state`, and what it did."""
     paths = StatePaths(state)
@@ -102,9 +120,10 @@ def main() -> None:
         print(f"{len(files)} transcript files, {size / 1e6:.1f} MB")
         # Interleaved rounds on fresh indexes; the best of each (this machine is shared, and
         # other jobs only ever make a round slower).
-        bares, imports = [], []
+        bares, converts, imports = [], [], []
         for r in range(args.rounds):
             bares.append(bare(files))
+            converts.append(convert(files))
             took, stats = import_all(tmp / f".ctxd{r}", files)
             imports.append(took)
         bares.append(bare(files))
@@ -122,6 +141,14 @@ def main() -> None:
         print(f"ratio import / bare decode, best of each: {base / took:.3f} (goal >= 0.25)")
         # CPU time moves less than wall time when other jobs share the cores.
         print(f"same ratio in CPU time: {base_cpu / took_cpu:.3f}")
+        own, own_cpu = min(c[0] for c in converts), min(c[1] for c in converts)
+        print(
+            f"convert only (the import's own part): {size / 1e6 / own:.1f} MB/s,"
+            f" {own / base:.2f}x the bare decode's time ({own_cpu / base_cpu:.2f}x in CPU time);"
+            f" the ingest path after it: {took_cpu - own_cpu:.2f} s CPU"
+            f" = {(took_cpu - own_cpu) / took_cpu:.0%} of the import's CPU time,"
+            f" {(took_cpu - own_cpu) / base_cpu:.2f}x the bare decode's"
+        )
         for r in range(1, args.rounds):
             shutil.rmtree(tmp / f".ctxd{r}")
         again, rerun = import_all(tmp / ".ctxd0", files)
