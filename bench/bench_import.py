@@ -10,10 +10,11 @@ deduplicated away), one file per copy, until --mb megabytes, dated a day back (f
      path every hook event takes: decode, normalize, redact, attribute, commit, views);
   1, 2 and 3 alternate for --rounds rounds (plus a last bare round); the best of each is
   compared, and import minus convert is what the shared ingest path costs;
-  4. re-run with nothing new: in process, and the whole `ctxd import PATH` process.
+  4. re-run with nothing new: in process, and the whole `ctxd import PATH` process;
+  5. with --profile, one more import under cProfile (CPU clock): where its time goes, by stage.
 The data is deleted at the end.
 
-    python bench/bench_import.py [--mb 500]
+    python bench/bench_import.py [--mb 500] [--rounds 3] [--profile]
 """
 
 from __future__ import annotations
@@ -109,10 +110,52 @@ def import_all(state: Path, files: list[Path]) -> tuple[tuple[float, float], Imp
     return (time.perf_counter() - start, time.process_time() - cpu), stats
 
 
+# Disjoint parts of one import, measured by the cumulative CPU time of the function that does
+# each: (label, file, function).
+_STAGES = (
+    ("transcript lines to hook events", "transcript_records.py", "convert"),
+    ("normalization", "normalize.py", "normalize"),
+    ("redaction", "redact.py", "redact_entry"),
+    ("agent attribution", "attribution.py", "attribute"),
+    ("SQLite inserts, with the search index", "store.py", "insert_entries"),
+    ("session catalog", "session_catalog.py", "update_session"),
+    ("matching hook-captured events", "transcript_store.py", "drop_known_events"),
+    ("per-agent views", "views.py", "catch_up"),
+)
+
+
+def profile(state: Path, files: list[Path]) -> None:
+    """Print the CPU time of each stage of one import (the profiler's own overhead weighs
+    more on the Python stages than on SQLite's)."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile(time.process_time)
+    prof.enable()
+    import_all(state, files)
+    prof.disable()
+    table = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    total = sum(row[2] for row in table.values())
+    print(f"profile of one import, {total:.2f} s CPU under the profiler:")
+    listed = 0.0
+    for label, file, function in _STAGES:
+        took = sum(
+            row[3] for (f, _, name), row in table.items() if name == function and f.endswith(file)
+        )
+        listed += took
+        print(f"  {label}: {took:.2f} s ({took / total:.0%})")
+    rest = total - listed
+    print(
+        f"  the rest (reads, line splits, payload decode, commits, setup): {rest:.2f} s"
+        f" ({rest / total:.0%})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=500, help="megabytes of transcripts")
     parser.add_argument("--rounds", type=int, default=3, help="import rounds (fresh indexes)")
+    parser.add_argument("--profile", action="store_true", help="also profile one import")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ctxd-bench-import-"))
     try:
@@ -170,6 +213,9 @@ def main() -> None:
         )
         whole = time.perf_counter() - start
         print(f"re-run, nothing new, whole `ctxd import` process: {whole:.3f} s (goal <= 1 s)")
+        if args.profile:
+            shutil.rmtree(tmp / ".ctxd0")
+            profile(tmp / ".ctxd0", files)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
