@@ -143,6 +143,7 @@ class TranscriptImporter:
                     for raw in lines:
                         line_no += 1
                         self._line(batch, converter, raw, line_no)
+                    batch.pending = transcript_store.separate_keys(self.conn, batch.pending)
                     self.writer.ingestor.store_batch(batch)
                     registry.flush()
                     pos += consumed

@@ -5,8 +5,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+import msgspec
+
 from indexer.models import Entry, HookPayload
 from indexer.tailer import FileState
+from indexer.transcript_records import IMPORT_PID
 
 # Imported transcript files are numbered below zero in `entries.file_id` and `quarantine`,
 # so that they never share a number with a spool segment.
@@ -96,6 +99,64 @@ def save_file(conn: sqlite3.Connection, state: FileState) -> None:
             -state.file_id,
         ),
     )
+
+
+_Identity = tuple[str, str, str, str, str]
+_KEY_COLUMNS = "ts_ns, session_id, hook_event, tool_use_id, cc_agent_id, text"
+_IN_CHUNK = 500  # keys per query, far below SQLite's limit on parameters
+
+
+def separate_keys(
+    conn: sqlite3.Connection, pending: Sequence[tuple[Entry, HookPayload]]
+) -> list[tuple[Entry, HookPayload]]:
+    """`pending` with each imported event whose key (ts_ns, pid 0) a different imported event
+    already holds, in the index or earlier in `pending`, moved to the next free ts_ns.
+
+    An imported event's ts_ns is its record's millisecond plus 20 bits of a hash of the
+    record (transcript_records.event_ts_ns), so two events of one millisecond share it about
+    once in a million; the index's unique key would then drop the second as a duplicate. The
+    same event again (a record read from a second file) keeps its key and is dropped as one.
+    """
+    held: dict[int, _Identity | None] = {}
+    bases = sorted({e.ts_ns for e, _ in pending if e.pid == IMPORT_PID})
+    for i in range(0, len(bases), _IN_CHUNK):
+        chunk = bases[i : i + _IN_CHUNK]
+        held.update(dict.fromkeys(chunk))
+        held.update(_holders(conn, f"ts_ns IN ({','.join('?' * len(chunk))})", chunk))
+    out: list[tuple[Entry, HookPayload]] = []
+    for entry, payload in pending:
+        if entry.pid != IMPORT_PID:
+            out.append((entry, payload))
+            continue
+        me = _identity(entry)
+        ts_ns = entry.ts_ns
+        while (other := _holder(conn, held, ts_ns)) is not None and other != me:
+            ts_ns += 1  # still within the record's millisecond, but for one in a million
+        held[ts_ns] = me
+        moved = entry if ts_ns == entry.ts_ns else msgspec.structs.replace(entry, ts_ns=ts_ns)
+        out.append((moved, payload))
+    return out
+
+
+def _identity(e: Entry) -> _Identity:
+    """What tells two imported events apart in the index, their record's uuid aside."""
+    return (e.session_id, e.hook_event, e.tool_use_id, e.cc_agent_id, e.text)
+
+
+def _holders(conn: sqlite3.Connection, where: str, args: Sequence[int]) -> dict[int, _Identity]:
+    rows = conn.execute(
+        f"SELECT {_KEY_COLUMNS} FROM entries WHERE pid={IMPORT_PID} AND {where}", args
+    ).fetchall()
+    return {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in rows}
+
+
+def _holder(
+    conn: sqlite3.Connection, held: dict[int, _Identity | None], ts_ns: int
+) -> _Identity | None:
+    """The identity of the imported event holding ts_ns, if any (the index asked once)."""
+    if ts_ns not in held:
+        held[ts_ns] = _holders(conn, "ts_ns=?", [ts_ns]).get(ts_ns)
+    return held[ts_ns]
 
 
 def drop_known_events(
