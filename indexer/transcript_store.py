@@ -101,8 +101,8 @@ def save_file(conn: sqlite3.Connection, state: FileState) -> None:
     )
 
 
-_Identity = tuple[str, str, str, str, str]
-_KEY_COLUMNS = "ts_ns, session_id, hook_event, tool_use_id, cc_agent_id, text"
+_Identity = tuple[str, str, str, str]
+_KEY_COLUMNS = "ts_ns, session_id, hook_event, tool_use_id, cc_agent_id"
 _IN_CHUNK = 500  # keys per query, far below SQLite's limit on parameters
 
 
@@ -139,15 +139,19 @@ def separate_keys(
 
 
 def _identity(e: Entry) -> _Identity:
-    """What tells two imported events apart in the index, their record's uuid aside."""
-    return (e.session_id, e.hook_event, e.tool_use_id, e.cc_agent_id, e.text)
+    """What tells two imported events of one millisecond apart, their record's uuid aside.
+
+    Not their text: the same record read again under another `max_text_chars` is the same
+    event, while one session has no two prompts, stops or compactions in one millisecond.
+    """
+    return (e.session_id, e.hook_event, e.tool_use_id, e.cc_agent_id)
 
 
 def _holders(conn: sqlite3.Connection, where: str, args: Sequence[int]) -> dict[int, _Identity]:
     rows = conn.execute(
         f"SELECT {_KEY_COLUMNS} FROM entries WHERE pid={IMPORT_PID} AND {where}", args
     ).fetchall()
-    return {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in rows}
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
 
 def _holder(

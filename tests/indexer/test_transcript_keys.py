@@ -15,6 +15,8 @@ from indexer.transcript_records import Converter
 from indexer.writer import open_writer, writer_lock
 
 STAMP = "2026-03-01T10:00:00.123Z"
+CALLS_UUID = "00000000-0000-4000-8000-0000000000a1"
+RESULTS_UUID = "00000000-0000-4000-8000-0000000000a2"
 
 
 def _prompt(uuid: str, session: str, text: str) -> dict[str, object]:
@@ -78,13 +80,56 @@ def _prompts(state: Path) -> list[tuple[str, str]]:
         return [(r[0], r[1]) for r in rows]
 
 
-def test_two_events_with_one_key_in_one_file_are_both_stored(tmp_path: Path) -> None:
+def _calls(session: str, ids: tuple[str, ...]) -> list[dict[str, object]]:
+    """Bash calls made at once and their results, each in one record (as Claude Code writes
+    parallel tool calls)."""
+    base = {"sessionId": session, "timestamp": STAMP, "cwd": "/work/project"}
+    calls = [{"type": "tool_use", "id": i, "name": "Bash", "input": {"command": i}} for i in ids]
+    results = [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids]
+    assistant = {"role": "assistant", "content": calls}
+    user = {"role": "user", "content": results}
+    return [
+        {**base, "type": "assistant", "uuid": CALLS_UUID, "message": assistant},
+        {**base, "type": "user", "uuid": RESULTS_UUID, "message": user},
+    ]
+
+
+def _keys(records: list[dict[str, object]]) -> list[int]:
+    """The ts_ns the import gives the records' events."""
+    converter = Converter("t.jsonl")
+    lines = [json.dumps(r).encode() for r in records]
+    return [e.ts_ns for i, line in enumerate(lines, 1) for e in converter.convert(line, 0, i)]
+
+
+def _colliding_calls(session: str) -> tuple[str, str]:
+    """Ids of parallel calls whose two PostToolUse events have equal keys (found by search)."""
+    seen: dict[int, str] = {}
+    for i in itertools.count():
+        call = f"toolu_{i:024x}"
+        [key] = _keys(_calls(session, (call,)))  # a result's key does not depend on the others
+        if key in seen:
+            return seen[key], call
+        seen[key] = call
+    raise AssertionError("unreachable")
+
+
+def test_parallel_results_with_one_key_are_both_stored(tmp_path: Path) -> None:
     session = "5b1e7a9e-0000-4000-8000-000000000001"
-    a, b = _colliding(session, session)
-    assert _key(a) == _key(b) and a["uuid"] != b["uuid"]  # the case under test
-    stats = _import(tmp_path / ".ctxd", [_write(tmp_path / "s.jsonl", [a, b])])
-    assert _prompts(tmp_path / ".ctxd") == [(session, "first prompt"), (session, "second prompt")]
+    calls = _colliding_calls(session)
+    records = _calls(session, calls)
+    first, second = _keys(records)
+    assert first == second  # the case under test: two events, one key
+    stats = _import(tmp_path / ".ctxd", [_write(tmp_path / "s.jsonl", records)])
     assert (stats.entries, stats.duplicates) == (2, 0)
+    with sqlite3.connect(tmp_path / ".ctxd" / "index.db") as conn:
+        stored = conn.execute(
+            "SELECT tool_use_id, ts_ns FROM entries WHERE hook_event='PostToolUse' ORDER BY 1"
+        ).fetchall()
+    assert [t for t, _ in stored] == sorted(calls)
+    assert len({ts for _, ts in stored}) == 2
+    # Read again from the start (the file replaced): both are known, nothing is added.
+    again = _import(tmp_path / ".ctxd", [_write(tmp_path / "copy.jsonl", records)])
+    assert (again.entries, again.duplicates) == (0, 2)
 
 
 def test_an_event_whose_key_an_earlier_import_holds_is_stored_and_once(tmp_path: Path) -> None:
