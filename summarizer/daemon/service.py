@@ -25,6 +25,7 @@ from indexer import (
     LARGE_PASS_LINES,
     WRITER_CACHE_KIB,
     IngestStats,
+    RedactingFormatter,
     SpoolSnapshot,
     has_unread,
     history,
@@ -331,7 +332,8 @@ def setup_logging(paths: StatePaths, config: Config, *, to_stderr: bool) -> None
     handler = _PrivateRotatingFileHandler(
         paths.root, paths.log, config.daemon.log_max_bytes, config.daemon.log_backups
     )
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Redacted and bounded: a library's message or a traceback may quote an event.
+    fmt = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler.setFormatter(fmt)
     root.addHandler(handler)
     if to_stderr:
