@@ -3,7 +3,9 @@
 Writes one spool event per (secret kind, form, field) as the hook writes it, then runs the real
 CLI as subprocesses (ingest, compact, rebuild, every read command) and the real SessionStart
 hook, and searches every byte ctxd wrote outside the spool (index.db with its WAL and free
-pages, views, context and resume files, the log) and every output for each secret. Also counts
+pages, views, context and resume files, the daemon's log) and every output for each secret.
+The real `ctxd ingest` and daemon also run with a bug that makes every planted event raise an
+exception quoting it, so that the logged exception path is searched too. Also counts
 the redactions the rules make on the real corpus (each one a false positive: the corpus holds
 no live secret) and prints both numbers.
 """
