@@ -38,7 +38,7 @@ from indexer import (
     write_atomic,
 )
 from indexer.config import Config, load_config
-from indexer.errors import IndexBusyError, StateDirError
+from indexer.errors import CtxdError, IndexBusyError, StateDirError
 from indexer.paths import StatePaths
 from indexer.writer import IndexWriter, lag, open_writer, writer_lock
 from summarizer.daemon.host import BatchListener
@@ -358,6 +358,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return daemon.run(on_start=_start_jobs)
     except IndexBusyError as e:
         raise IndexBusyError(f"another ctxd daemon is running for {paths.root} ({e})") from e
+    except CtxdError as e:  # `ctxd start` detaches the daemon from the terminal: log why
+        log.error("the daemon cannot run: %s", e)
+        raise
 
 
 def _start_jobs(daemon: Daemon) -> None:

@@ -69,5 +69,10 @@ def test_a_linked_index_file_is_refused_by_every_command(tmp_path: Path, name: s
         assert "internal error" not in r.stderr
     start = run_hook(payload(hook_event_name="SessionStart", source="compact"), hook_env(state))
     assert start.returncode == 0
+    # The daemon refuses it too, and says why in its log (`ctxd start` detaches it from the
+    # terminal and points there).
+    daemon = run_cli("start", state_dir=state)
+    assert daemon.returncode != 0 and "ctxd.log" in daemon.stderr, daemon.stderr
+    assert f"{name} is a symlink" in (state / "ctxd.log").read_text()
     assert _tree(out) == before
     assert (state / name).is_symlink()  # refused, not removed: the user decides
