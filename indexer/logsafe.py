@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 __all__ = ["MAX_RECORD_CHARS", "RedactingFormatter", "bounded", "failure", "redact_last_resort"]
 
-# A record longer than this keeps its head and tail: a traceback fits, a quoted payload does not.
+# A longer record keeps its head and tail (a usual traceback fits; a quoted payload may not).
 MAX_RECORD_CHARS = 8192
 _INSTALLED = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -50,10 +51,19 @@ class RedactingFormatter(logging.Formatter):
         return bounded(redact_text(super().format(record)))
 
 
+class _Stderr(logging.Handler):
+    """Writes to sys.stderr as it is when a record comes (like logging's own last resort)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
+
+
 def redact_last_resort() -> None:
     """Route what is logged with no handler configured (a command, not the daemon) through
     RedactingFormatter, as logging's last resort does: warnings and errors, to stderr."""
-    handler = logging.StreamHandler()
-    handler.setLevel(logging.WARNING)
+    handler = _Stderr(logging.WARNING)
     handler.setFormatter(RedactingFormatter())
     logging.lastResort = handler

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,3 +120,19 @@ def test_the_formatter_redacts_decoded_forms() -> None:
     out = RedactingFormatter().format(record)
     assert SECRET not in out and SECRET[4:] not in out
     assert bounded("a" * 100, 40) == "a" * 20 + " … [60 characters cut] … " + "a" * 20
+
+
+def test_a_command_without_handlers_logs_redacted_to_stderr() -> None:
+    # What `ctxd` sets up before any command runs (in a process of its own: pytest's handlers
+    # would take the records).
+    code = (
+        "import logging\n"
+        "from indexer import redact_last_resort\n"
+        "redact_last_resort()\n"
+        f"logging.getLogger('ctxd.x').warning('cannot use %s', 'token {SECRET}')\n"
+        "logging.getLogger('ctxd.x').info('not shown')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       timeout=60)
+    assert r.stderr.startswith("cannot use token [REDACTED:"), r.stderr
+    assert SECRET not in r.stderr and "not shown" not in r.stderr
