@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from indexer.ingest_lines import IngestStats
     from indexer.lineguard import INT64_MAX
     from indexer.locks import flock_within, lock_is_held
+    from indexer.logsafe import RedactingFormatter, bounded, redact_last_resort
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
@@ -105,6 +106,9 @@ _EXPORTS = {
     "IndexWriter": "indexer.writer",
     "find_secrets": "indexer.secret_scan",
     "redact_text": "indexer.redact",
+    "RedactingFormatter": "indexer.logsafe",
+    "bounded": "indexer.logsafe",
+    "redact_last_resort": "indexer.logsafe",
     "LARGE_PASS_LINES": "indexer.release",
     "unread_bytes": "indexer.spool_changes",
     "WRITER_CACHE_KIB": "indexer.store",
@@ -129,11 +133,13 @@ __all__ = [
     "IndexWriter",
     "IngestStats",
     "InvalidIdError",
+    "RedactingFormatter",
     "RetentionReport",
     "SpoolSnapshot",
     "StateDirError",
     "StatePaths",
     "StoredEntry",
+    "bounded",
     "catch_up",
     "delete_segment",
     "failure_count",
@@ -153,6 +159,7 @@ __all__ = [
     "prune_quarantine",
     "prune_spool",
     "rebuild_all",
+    "redact_last_resort",
     "redact_text",
     "release_memory",
     "resolve_state_paths",

@@ -10,6 +10,7 @@ import msgspec
 
 from indexer.attribution import AgentRegistry
 from indexer.config import IngestConfig
+from indexer.logsafe import failure
 from indexer.models import Entry, Envelope, HookPayload
 from indexer.normalize import PayloadError, normalize
 from indexer.paths import is_valid_session_id
@@ -71,7 +72,8 @@ def guarded_line(
     except sqlite3.Error:
         raise
     except Exception as e:  # one line must never stop ingest
-        log.exception("quarantined %s line %d after an error", batch.state.name, line_no)
+        # Not the message: it may quote the line, which is not redacted yet.
+        log.error("quarantined %s line %d after %s", batch.state.name, line_no, failure(e))
         batch.quarantine(raw.offset, line_no, f"{type(e).__name__}: {e}", raw.data)
 
 
@@ -92,7 +94,7 @@ def guarded_event(
     except sqlite3.Error:
         raise
     except Exception as e:  # one event must never stop the import
-        log.exception("quarantined %s line %d after an error", batch.state.name, line_no)
+        log.error("quarantined %s line %d after %s", batch.state.name, line_no, failure(e))
         batch.quarantine(offset, line_no, f"{type(e).__name__}: {e}", bytes(env.event))
 
 

@@ -15,6 +15,8 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from indexer.safefs import refuse_linked_index
+
 SCHEMA_VERSION = 1  # must equal indexer.store.SCHEMA_VERSION (checked by the tests)
 
 
@@ -71,6 +73,7 @@ def connect_readonly(index_db: Path) -> sqlite3.Connection | None:
     """A read-only connection, or None if there is no index or it has another schema."""
     if not index_db.exists():
         return None
+    refuse_linked_index(index_db)
     try:
         conn = sqlite3.connect(f"file:{index_db}?mode=ro", uri=True, isolation_level=None)
         conn.execute("PRAGMA busy_timeout=10000")

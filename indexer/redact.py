@@ -159,7 +159,10 @@ def redact_detail(raw: bytes) -> bytes:
     return redact_bytes(raw)
 
 
-_ENTRY_TEXT = ("description", "instruction", "output_summary", "error", "text", "cwd")
+# agent_type is the Agent call's `subagent_type`, text the model writes like any other.
+_ENTRY_TEXT = (
+    "description", "instruction", "output_summary", "error", "text", "cwd", "agent_type"
+)  # fmt: skip
 
 
 def redact_entry(entry: Entry) -> Entry:

@@ -28,6 +28,7 @@ __all__ = [
     "open_private_dir",
     "parent_fd",
     "read_bytes",
+    "refuse_linked_index",
     "rename",
     "rmtree",
     "unlink",
@@ -116,6 +117,28 @@ def open_file(root: StrPath, path: StrPath, flags: int, mode: int = FILE_MODE) -
     """os.open of `path` under `root`: parents walked by fd, the file itself O_NOFOLLOW."""
     with parent_fd(root, path, create=bool(flags & os.O_CREAT)) as (dfd, name):
         return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
+
+
+# SQLite opens the database, its WAL and its shared-memory file by name: a link planted at any
+# of them would have the index read, and its -wal and -shm created and written, elsewhere.
+_INDEX_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def refuse_linked_index(index_db: StrPath) -> None:
+    """Raise StateDirError if the index or one of SQLite's files beside it is a symlink or not
+    a regular file; called right before every connection to it."""
+    for suffix in _INDEX_SUFFIXES:
+        name = f"{os.fspath(index_db)}{suffix}"
+        try:
+            mode = os.lstat(name).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+            raise StateDirError(
+                f"{name} is {kind}: ctxd never follows a link in its state directory; "
+                "put the real file in its place (or remove it) and run the command again"
+            )
 
 
 def read_bytes(root: StrPath, path: StrPath) -> bytes:

@@ -97,6 +97,7 @@ class StoredEntry:
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open the index (creating it unless `readonly`), WAL mode, schema checked."""
+    safefs.refuse_linked_index(path)
     try:
         if readonly:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)

@@ -60,19 +60,32 @@ def all_project_dirs(environ: Mapping[str, str]) -> list[Path]:
         ) from e
 
 
-def transcript_files(paths: list[Path]) -> list[Path]:
+def transcript_files(paths: list[Path], state_root: Path | None = None) -> list[Path]:
     """The `.jsonl` transcripts of `paths` (files as given, folders searched recursively,
-    `subagents/agent-<id>.jsonl` included), each once, main sessions before their agents."""
+    `subagents/agent-<id>.jsonl` included), each once, main sessions before their agents.
+
+    ctxd's own files are never transcripts: a path in the state directory `state_root` is
+    refused, and a folder that holds it is searched without it.
+    """
+    state = state_root.resolve() if state_root is not None else None
     found: dict[str, Path] = {}
     for given in paths:
         if not given.exists():
             raise TranscriptPathError(f"{given} does not exist; give a transcript file or folder")
         path = given.resolve()  # a path given (or its folder) may be a link; links inside are not
+        if state is not None and (path == state or state in path.parents):
+            raise TranscriptPathError(
+                f"{given} is in ctxd's state directory ({state}), which holds what ctxd "
+                "recorded, not transcripts; give Claude Code transcript files or folders"
+            )
         if path.is_file():
             found.setdefault(str(path), path)
             continue
         for root, dirs, files in os.walk(path):  # os.walk does not follow symlinks
-            dirs[:] = [d for d in dirs if d != "tool-results"]  # spilled outputs, not records
+            # Spilled outputs are not records; the state directory is ctxd's own.
+            dirs[:] = [
+                d for d in dirs if d != "tool-results" and (state is None or Path(root, d) != state)
+            ]
             for name in files:
                 if name.endswith(".jsonl"):
                     full = Path(root, name).absolute()

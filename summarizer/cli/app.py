@@ -164,7 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, func_name = str(args.target).split(":")
     name = args.command_name
     try:
+        from indexer import redact_last_resort
         from summarizer.cli.guard import run_guarded
+
+        redact_last_resort()  # what a command logs may quote an event
 
         handler: Handler = getattr(importlib.import_module(module_name), func_name)
         return run_guarded(name, handler, args)
@@ -179,8 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(e, CtxdError):
             print(f"ctxd {name}: {error_word()} {e}", file=sys.stderr)
             return 1
-        print(
-            f"ctxd {name}: internal error: {type(e).__name__}: {e} "
+        from indexer import bounded, redact_text
+
+        print(  # redacted and bounded: the error may quote an event
+            f"ctxd {name}: internal error: {type(e).__name__}: {bounded(redact_text(str(e)), 500)} "
             "(please report it; your data is safe in the spool)",
             file=sys.stderr,
         )

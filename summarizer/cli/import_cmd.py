@@ -19,8 +19,8 @@ __all__ = ["cmd_import"]
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Import the selected transcripts; print a one-line summary."""
-    files = transcript_files(_sources(args))
     paths = state_paths(args)
+    files = transcript_files(_sources(args), paths.root)
     try:
         with writer_lock(paths, wait_s=2.0):
             writer = open_writer(paths)

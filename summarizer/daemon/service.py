@@ -25,6 +25,7 @@ from indexer import (
     LARGE_PASS_LINES,
     WRITER_CACHE_KIB,
     IngestStats,
+    RedactingFormatter,
     SpoolSnapshot,
     has_unread,
     history,
@@ -37,7 +38,7 @@ from indexer import (
     write_atomic,
 )
 from indexer.config import Config, load_config
-from indexer.errors import IndexBusyError, StateDirError
+from indexer.errors import CtxdError, IndexBusyError, StateDirError
 from indexer.paths import StatePaths
 from indexer.writer import IndexWriter, lag, open_writer, writer_lock
 from summarizer.daemon.host import BatchListener
@@ -331,7 +332,8 @@ def setup_logging(paths: StatePaths, config: Config, *, to_stderr: bool) -> None
     handler = _PrivateRotatingFileHandler(
         paths.root, paths.log, config.daemon.log_max_bytes, config.daemon.log_backups
     )
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Redacted and bounded: a library's message or a traceback may quote an event.
+    fmt = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler.setFormatter(fmt)
     root.addHandler(handler)
     if to_stderr:
@@ -356,6 +358,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return daemon.run(on_start=_start_jobs)
     except IndexBusyError as e:
         raise IndexBusyError(f"another ctxd daemon is running for {paths.root} ({e})") from e
+    except CtxdError as e:  # `ctxd start` detaches the daemon from the terminal: log why
+        log.error("the daemon cannot run: %s", e)
+        raise
 
 
 def _start_jobs(daemon: Daemon) -> None:

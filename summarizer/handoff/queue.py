@@ -62,10 +62,10 @@ def put(
     try:
         now = time.time_ns()
         body = (
-            '{"agent_type":'
-            + encode_string(agent_type.lower())
-            + ',"tool_use_id":'
-            + encode_string(tool_use_id)
+            '{"type_key":'
+            + encode_string(_key(agent_type.lower()))
+            + ',"call_key":'
+            + encode_string(_key(tool_use_id))
             + ',"name":'
             + encode_string(name)
             + ',"instruction":'
@@ -90,7 +90,7 @@ def claim(base: str, session_id: str, agent_type: str, cc_agent_id: str) -> str:
         return ""
     try:
         now = time.time_ns()
-        wanted = agent_type.lower()
+        wanted = _key(agent_type.lower()) if agent_type else ""
         for name in sorted(n for n in os.listdir(fd) if n.startswith("p-")):
             stamp = _stamp(name)
             if now - stamp > STALE_NS:
@@ -100,7 +100,7 @@ def claim(base: str, session_id: str, agent_type: str, cc_agent_id: str) -> str:
                 marker = loads(read_nofollow(name, dir_fd=fd))
             except (OSError, ValueError):
                 continue
-            if wanted and str(marker.get("agent_type", "")) != wanted:
+            if wanted and str(marker.get("type_key", "")) != wanted:
                 continue
             tag = cc_agent_id if is_safe_name(cc_agent_id) else "agent"
             kind = "n" if marker.get("name") else "c"
@@ -132,7 +132,7 @@ def drop(base: str, session_id: str, tool_use_id: str) -> None:
                 marker = loads(read_nofollow(name, dir_fd=fd))
             except (OSError, ValueError):
                 continue
-            if isinstance(marker, dict) and marker.get("tool_use_id") == tool_use_id:
+            if isinstance(marker, dict) and marker.get("call_key") == _key(tool_use_id):
                 _unlink(fd, name)
     finally:
         os.close(fd)
@@ -224,6 +224,15 @@ def _open_dir(base: str, parts: tuple[str, ...], create: bool) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def _key(value: str) -> str:
+    """What a marker keeps of the call's subagent type and id: a digest, only ever compared.
+    Both are text the model writes, so either may carry a secret, which nothing under the
+    state directory but the spool may keep."""
+    import hashlib  # here: only the Agent call and SubagentStart pay for it
+
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 def _stamp(name: str) -> int:

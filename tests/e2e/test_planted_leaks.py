@@ -3,7 +3,9 @@
 Writes one spool event per (secret kind, form, field) as the hook writes it, then runs the real
 CLI as subprocesses (ingest, compact, rebuild, every read command) and the real SessionStart
 hook, and searches every byte ctxd wrote outside the spool (index.db with its WAL and free
-pages, views, context and resume files, the log) and every output for each secret. Also counts
+pages, views, context and resume files, the daemon's log) and every output for each secret.
+The real `ctxd ingest` and daemon also run with a bug that makes every planted event raise an
+exception quoting it, so that the logged exception path is searched too. Also counts
 the redactions the rules make on the real corpus (each one a false positive: the corpus holds
 no live secret) and prints both numbers.
 """
@@ -11,13 +13,17 @@ no live secret) and prints both numbers.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, hook_env, run_cli, run_hook
+from helpers import CORPUS, REPO, hook_env, poll, query, run_cli, run_hook
 from planted_secrets import (
     PLANTED,
     base64_wrapped,
@@ -31,6 +37,10 @@ from indexer.redact import redact_text
 
 FORMS = ("plain", "wire-escaped", "json-escaped", "url-encoded", "base64")
 FP_LIMIT = 40  # the corpus count measured when the rules were written (see the README)
+# A bug whose exception quotes the event (tests/data/faults/quote_payload/sitecustomize.py):
+# the real `ctxd ingest` and daemon run with it on segments of the session "planted-fault".
+FAULT = Path(__file__).resolve().parents[1] / "data" / "faults" / "quote_payload"
+FAULT_CLI, FAULT_DAEMON = "20260101T01.jsonl", "20260101T02.jsonl"
 
 
 def _field_payloads(field: str, text: str, n: int) -> dict[str, Any]:
@@ -153,9 +163,49 @@ def _write_spool(state: Path) -> int:
     return len(lines)
 
 
+def _write_fault_segment(state: Path, name: str) -> int:
+    """Every planted value in every form, in prompts of the session the fault breaks on."""
+    lines = []
+    for i, p in enumerate(PLANTED):
+        for j, text in enumerate(_forms(p.context, p.secret).values()):
+            event = {"session_id": "planted-fault", "hook_event_name": "UserPromptSubmit",
+                     "cwd": "/home/dev/app", "prompt": text}
+            ts = 1_790_100_000_000_000_000 + int(name[9:11]) * 10**9 + (i * 10 + j) * 1000
+            lines.append(build_line(json.dumps(event).encode(), ts, 4343))
+    (state / "spool" / name).write_bytes(b"".join(lines))
+    return len(lines)
+
+
+def _quarantined(state: Path, name: str) -> int:
+    return int(query(state, "SELECT count(*) FROM quarantine WHERE name=?", (name,))[0][0])
+
+
+def _run_with_fault(state: Path, outputs: list[str], tmp: Path) -> None:
+    """`ctxd ingest` (its warnings go to the terminal), then the daemon (to its log), each on
+    a segment whose every line makes the faulty code raise with the line's secret."""
+    env = hook_env(state, PYTHONPATH=f"{FAULT}{os.pathsep}{REPO}")
+    ctxd = [sys.executable, "-m", "summarizer.cli.app"]
+    n = _write_fault_segment(state, FAULT_CLI)
+    r = subprocess.run([*ctxd, "ingest"], env=env, capture_output=True, text=True, timeout=600,
+                       check=False)
+    outputs.append(f"$ ctxd ingest (with the fault)\n{r.stdout}\n{r.stderr}")
+    assert _quarantined(state, FAULT_CLI) == n, r.stderr[-2000:]
+    _write_fault_segment(state, FAULT_DAEMON)
+    out = tmp / "daemon.out"  # outside the state dir: searched as an output
+    with out.open("wb") as f:
+        daemon = subprocess.Popen([*ctxd, "run"], env=env, stdout=f, stderr=f)
+        try:
+            poll(lambda: _quarantined(state, FAULT_DAEMON) == n, timeout=300)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=120)
+    outputs.append(f"$ ctxd run (with the fault)\n{out.read_text()}")
+
+
 @pytest.fixture(scope="module")
 def planted_state(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    state = tmp_path_factory.mktemp("planted") / ".ctxd"
+    tmp = tmp_path_factory.mktemp("planted")
+    state = tmp / ".ctxd"
     _write_spool(state)
     outputs: list[str] = []
 
@@ -164,6 +214,7 @@ def planted_state(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
         outputs.append(f"$ ctxd {' '.join(args)}\n{r.stdout}\n{r.stderr}")
 
     cli("ingest")
+    _run_with_fault(state, outputs, tmp)
     cli("compact")
     cli("rebuild")
     for field in FIELDS:
@@ -210,6 +261,14 @@ def test_nothing_leaks_outside_the_spool(planted_state: tuple[Path, list[str]]) 
         for kind in _leaks(path.read_bytes()):
             found.setdefault(kind, []).append(str(path.relative_to(state)))
     assert found == {}
+
+
+def test_the_fault_took_the_logged_exception_path(planted_state: tuple[Path, list[str]]) -> None:
+    state, outputs = planted_state
+    log = (state / "ctxd.log").read_text()  # searched by test_nothing_leaks_outside_the_spool
+    assert f"quarantined {FAULT_DAEMON} line 1 after KeyError in " in log
+    cli_run = next(o for o in outputs if o.startswith("$ ctxd ingest (with the fault)"))
+    assert f"quarantined {FAULT_CLI} line 1 after KeyError in " in cli_run
 
 
 def test_the_index_holds_the_events(planted_state: tuple[Path, list[str]]) -> None:

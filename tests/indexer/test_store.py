@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from indexer.errors import IndexCorruptError
+from indexer.errors import IndexCorruptError, StateDirError
 from indexer.models import Entry
 from indexer.store import (
     SCHEMA_VERSION,
@@ -85,8 +85,9 @@ def test_reopening_keeps_the_data(tmp_path: Path) -> None:
 def test_a_symlinked_index_is_refused(tmp_path: Path) -> None:
     (tmp_path / "real.db").write_bytes(b"")
     (tmp_path / "index.db").symlink_to(tmp_path / "real.db")
-    with pytest.raises(OSError):
-        connect(tmp_path / "index.db")
+    for readonly in (False, True):
+        with pytest.raises(StateDirError, match=r"index\.db is a symlink"):
+            connect(tmp_path / "index.db", readonly=readonly)
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
