@@ -13,7 +13,7 @@ from indexer.decoded import (
     unescape,
 )
 from indexer.redact_raw import may_contain_secret, redact_bytes
-from indexer.secret_scan import HIDDEN, find_secrets, probe
+from indexer.secret_scan import HIDDEN, LEGACY, find_secrets, probe
 
 if TYPE_CHECKING:  # the module stays stdlib-only at run time
     from indexer.models import Entry
@@ -56,10 +56,16 @@ def _apply_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-def _redact_layer(text: str) -> str:
-    """Every rule on text as it stands (no decoding)."""
-    out = _redact_plain(text)
-    spans = find_secrets(out)
+def _redact_layer(text: str, hits: set[int] | None = None) -> str:
+    """Every rule on text as it stands (no decoding); `hits`, when given, is probe(text)'s."""
+    if hits is None:
+        out = _redact_plain(text)
+        spans = find_secrets(out)
+    else:
+        # The probe already ran on text: without a legacy gate's hit the earlier rules find
+        # nothing, and while text is unchanged its rule hits stand (no second probe).
+        out = _redact_plain(text) if LEGACY in hits else text
+        spans = find_secrets(out, hits if out is text else None)
     return _apply_spans(out, spans) if spans else out
 
 
@@ -68,7 +74,7 @@ def _redact_decoded(text: str, depth: int) -> str:
     hits, runs = probe(data)  # one pass tells which steps can change anything
     out = text
     if hits:
-        out = _redact_layer(text)
+        out = _redact_layer(text, hits)
         if HIDDEN in hits:
             decoded = unescape(out)
             # A secret visible only once decoded: the decoded, redacted text is what is kept.
@@ -93,6 +99,8 @@ def redact_text(text: str) -> str:
     """text with every secret redacted in its final decoded form: JSON and URL escapes are
     decoded, and base64 blobs long enough to hide a key are decoded, before the rules run.
     The same object comes back when nothing was redacted."""
+    if not text:  # most entries leave most fields empty
+        return text
     out = _redact_decoded(text, _BASE64_DEPTH)
     return text if out == text else out
 

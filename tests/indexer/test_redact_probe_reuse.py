@@ -1,0 +1,43 @@
+"""A text's probe hits, passed on to its rules, redact exactly what a fresh probe would."""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from indexer.redact import _redact_layer, redact_text
+from indexer.secret_scan import find_secrets, probe
+from tests.planted_secrets import PLANTED
+
+_CONTEXTS = [p.context.replace("{s}", p.secret) for p in PLANTED]
+_FILLERS = ["", " ", "\n", "password=", "api_key: ", '"token": "', "://u:", "@h", "<private>"]
+
+
+@st.composite
+def secret_text(draw: st.DrawFn) -> str:
+    """Planted secrets in their contexts, legacy gate words, and any text between them."""
+    parts = []
+    for _ in range(draw(st.integers(1, 6))):
+        parts.append(draw(st.sampled_from(_CONTEXTS) | st.sampled_from(_FILLERS)))
+        parts.append(draw(st.text(max_size=20) | st.text(string.printable, max_size=20)))
+    return "".join(parts)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(secret_text())
+def test_a_layer_with_the_known_hits_is_a_layer_with_a_fresh_probe(text: str) -> None:
+    hits = probe(text.encode("utf-8", "surrogatepass"))[0]
+    assert _redact_layer(text, hits) == _redact_layer(text)
+    assert sorted(find_secrets(text, hits)) == sorted(find_secrets(text))
+
+
+def test_every_planted_context_is_still_redacted() -> None:
+    for planted in PLANTED:
+        text = planted.context.replace("{s}", planted.secret)
+        assert planted.secret not in redact_text(text), planted.kind
+
+
+def test_empty_text_comes_back_as_is() -> None:
+    assert redact_text("") == ""
