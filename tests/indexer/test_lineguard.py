@@ -59,12 +59,12 @@ def test_unbalanced_brackets_are_walked_like_before() -> None:
     assert nesting_error(line) == walked(line, MAX_DEPTH) != ""
 
 
-def test_lines_with_many_quotes_take_the_replacing_path_and_agree() -> None:
+def test_lines_dense_in_quotes_take_the_replacing_path_and_agree() -> None:
     pieces = [b"[", b"{", b"]", b"}", b'"', b"\\", b"a", b'\\"', b"\\\\"]
     for seed in range(20):
         rng = random.Random(seed)
         line = b"".join(rng.choice(pieces) for _ in range(30_000))
         line = b"[" * 300 + line + b"]" * 300  # past the cheap count, whatever the draw
-        assert line.count(b'"') > 4096
+        assert line.count(b'"') * 32 > len(line)
         assert nesting_error(line) == walked(line, MAX_DEPTH)
         assert nesting_error(line, 20) == walked(line, 20)
