@@ -101,8 +101,26 @@ def redact_text(text: str) -> str:
     The same object comes back when nothing was redacted."""
     if not text:  # most entries leave most fields empty
         return text
-    out = _redact_decoded(text, _BASE64_DEPTH)
-    return text if out == text else out
+    if len(text) > _CACHED_TEXT_CHARS:
+        out = _redact_decoded(text, _BASE64_DEPTH)
+        return text if out == text else out
+    known = _TEXTS.get(text, _UNKNOWN)
+    if known is _UNKNOWN:
+        out = _redact_decoded(text, _BASE64_DEPTH)
+        known = None if out == text else out
+        if len(_TEXTS) >= _CACHED_TEXTS:
+            _TEXTS.clear()
+        _TEXTS[text] = known
+    return text if known is None else known
+
+
+# Short texts repeat from event to event (a session's cwd, file paths, tool names, the strings
+# of a detail): their redaction, a pure function of the text, is remembered in a small bounded
+# table (None: nothing to redact, so the caller gets its own object back).
+_TEXTS: dict[str, str | None] = {}
+_CACHED_TEXTS = 4096
+_CACHED_TEXT_CHARS = 64
+_UNKNOWN = ""  # never stored: empty texts return before the table
 
 
 def _may_need_redaction(data: bytes, depth: int = _BASE64_DEPTH) -> bool:

@@ -1,4 +1,5 @@
-"""A text's probe hits, passed on to its rules, redact exactly what a fresh probe would."""
+"""Shortcuts inside redact_text: a text's probe hits passed on to its rules, and the table of
+short texts already redacted, give exactly what redacting afresh gives."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from indexer import redact
 from indexer.redact import _redact_layer, redact_text
 from indexer.secret_scan import find_secrets, probe
 from tests.planted_secrets import PLANTED
@@ -41,3 +43,26 @@ def test_every_planted_context_is_still_redacted() -> None:
 
 def test_empty_text_comes_back_as_is() -> None:
     assert redact_text("") == ""
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(secret_text())
+def test_a_remembered_redaction_is_the_redaction(text: str) -> None:
+    redact._TEXTS.clear()
+    first = redact_text(text)
+    copy = "".join(list(text))  # an equal string, another object
+    again = redact_text(copy)
+    assert again == first
+    # Unchanged text comes back as the caller's own object, remembered or not.
+    assert (again is copy) == (first is text)
+    redact._TEXTS.clear()
+    assert redact_text(copy) == first
+
+
+def test_the_table_stays_bounded_and_keeps_only_short_texts() -> None:
+    redact._TEXTS.clear()
+    for i in range(redact._CACHED_TEXTS + 10):
+        redact_text(f"/home/dev/project/file{i}.py")
+    assert len(redact._TEXTS) <= redact._CACHED_TEXTS
+    long = "x" * (redact._CACHED_TEXT_CHARS + 1)
+    assert redact_text(long) is long and long not in redact._TEXTS
