@@ -70,7 +70,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         spool = Path(tmp) / "spool"
         size = build_spool(spool, args.events)
-        print(f"{args.events:,} events, {size / 1e6:.1f} MB, shaped like the {sample_payloads()[1]}")
+        print(
+            f"{args.events:,} events, {size / 1e6:.1f} MB, shaped like the {sample_payloads()[1]}"
+        )
         for r in range(args.rounds):
             for name, tree in trees if r % 2 == 0 else trees[::-1]:
                 n, cpu, wall = run(tree, spool)

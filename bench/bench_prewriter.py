@@ -93,7 +93,11 @@ def child(tree: Path, lines_file: Path, rounds: int, transfer: bool) -> dict[str
         # An empty Raw detail is no JSON value: sent as null (a real hand-off would say so).
         null = msgspec.Raw(b"null")
         items = [
-            (msgspec.structs.replace(e, detail=e.detail if len(e.detail) else null), p.session_title, p.reason)
+            (
+                msgspec.structs.replace(e, detail=e.detail if len(e.detail) else null),
+                p.session_title,
+                p.reason,
+            )
             for (e, _), p in zip(batch.pending, payloads, strict=True)
         ]
         blob = enc.encode(items)

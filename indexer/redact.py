@@ -108,10 +108,16 @@ def redact_text(text: str) -> str:
     if known is _UNKNOWN:
         out = _redact_decoded(text, _BASE64_DEPTH)
         known = None if out == text else out
+        _remember(text, known)
+    return text if known is None else known
+
+
+def _remember(text: str, redacted: str | None) -> None:
+    """Keep a short text's redaction (None: nothing to redact) in the bounded table."""
+    if len(text) <= _CACHED_TEXT_CHARS:
         if len(_TEXTS) >= _CACHED_TEXTS:
             _TEXTS.clear()
-        _TEXTS[text] = known
-    return text if known is None else known
+        _TEXTS[text] = redacted
 
 
 # Short texts repeat from event to event (a session's cwd, file paths, tool names, the strings
@@ -188,6 +194,11 @@ def redact_detail(raw: bytes) -> bytes:
 _ENTRY_TEXT = ("description", "instruction", "output_summary", "error", "text", "cwd")
 
 
+def _needs_a_look(text: str) -> bool:
+    """False when text is remembered as having nothing to redact."""
+    return _TEXTS.get(text, _UNKNOWN) is not None
+
+
 def redact_entry(entry: Entry) -> Entry:
     """entry with free text, files and raw detail redacted (ids kept); same object if unchanged.
 
@@ -195,10 +206,16 @@ def redact_entry(entry: Entry) -> Entry:
     whether any rule can match in any decoded form; only then is each field redacted.
     """
     detail = bytes(entry.detail)
-    texts = [getattr(entry, name) for name in _ENTRY_TEXT]
-    texts.extend(entry.files)
+    # Fields known to need nothing (a session's cwd, paths seen before) stay out of the pass:
+    # the probe has no anchors, so a field alone can only match where it matches among others.
+    texts = [t for name in _ENTRY_TEXT if (t := getattr(entry, name)) and _needs_a_look(t)]
+    texts.extend(f for f in entry.files if _needs_a_look(f))
+    if not texts and not detail:
+        return entry
     every_field = _utf8("\n".join(texts)) + b"\n" + detail
     if not _may_need_redaction(every_field):
+        for text in texts:  # each one alone needs nothing either: remembered as such
+            _remember(text, None)
         return entry
     changes: dict[str, Any] = {}
     for name in _ENTRY_TEXT:

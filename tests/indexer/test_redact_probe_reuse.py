@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer import redact
+from indexer.models import Entry
 from indexer.redact import _redact_layer, redact_text
 from indexer.secret_scan import find_secrets, probe
 from tests.planted_secrets import PLANTED
@@ -66,3 +67,40 @@ def test_the_table_stays_bounded_and_keeps_only_short_texts() -> None:
     assert len(redact._TEXTS) <= redact._CACHED_TEXTS
     long = "x" * (redact._CACHED_TEXT_CHARS + 1)
     assert redact_text(long) is long and long not in redact._TEXTS
+
+
+def _fresh(text: str) -> str:
+    """redact_text without the table of remembered texts."""
+    out = redact._redact_decoded(text, redact._BASE64_DEPTH)
+    return text if out == text else out
+
+
+_SHORT = st.sampled_from(["/home/dev/app", "Read /home/dev/app/x.py", "ls -la", "ok"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_SHORT | secret_text(), _SHORT | secret_text()), min_size=1, max_size=6))
+def test_entries_sharing_fields_redact_as_each_field_alone(fields: list[tuple[str, str]]) -> None:
+    """Fields remembered as clean by one entry are left out of the next entry's prefilter:
+    every entry still comes out as its fields redacted one by one, afresh."""
+    redact._TEXTS.clear()
+    for n, (description, cwd) in enumerate(fields):
+        entry = Entry(
+            file_id=1,
+            offset=n,
+            line_no=n + 1,
+            ts_ns=n,
+            pid=1,
+            session_id="s",
+            hook_event="Stop",
+            event="stop",
+            description=description,
+            cwd=cwd,
+            files=(cwd,),
+        )
+        out = redact.redact_entry(entry)
+        assert (out.description, out.cwd, out.files) == (
+            _fresh(description),
+            _fresh(cwd),
+            (_fresh(cwd),),
+        )

@@ -73,8 +73,19 @@ _HEADERS = [
     b'{"ctxd":1,"pid":%s,"ts_ns":%s,"event":',
 ]
 _NUMBERS = st.sampled_from(
-    [b"0", b"7", b"01", b"-1", b"1.5", b"9223372036854775807", b"9223372036854775808",
-     b"18446744073709551616", b"99999999999999999999", b"1e3", b'"1"']
+    [
+        b"0",
+        b"7",
+        b"01",
+        b"-1",
+        b"1.5",
+        b"9223372036854775807",
+        b"9223372036854775808",
+        b"18446744073709551616",
+        b"99999999999999999999",
+        b"1e3",
+        b'"1"',
+    ]
 )
 _EVENTS = st.sampled_from(
     [
@@ -83,7 +94,7 @@ _EVENTS = st.sampled_from(
         b'{"session_id":"s1","hook_event_name":"Stop"} ',
         b'{"session_id":"s1"},"ctxd":2',
         b'{"session_id":"s1"}, "pid": 1',
-        b'[1,2]',
+        b"[1,2]",
         b'"text"',
         b'{"session_id":"s1","prompt":"caf\xc3\xa9"}',
         b'{"session_id":"s1","prompt":"bad \xff utf8"}',
@@ -92,10 +103,10 @@ _EVENTS = st.sampled_from(
         b'{"session_id":"s1","prompt":"unterminated}',
         b'{"session_id":"s1","session_id":"dup"}',
         b'{"a":' + b"[" * 300 + b"]" * 300 + b"}",
-        b'{}',
+        b"{}",
     ]
 )
-_TAILS = st.sampled_from([b"}", b"} ", b"}\r", b"", b"}}", b",}", b' }'])
+_TAILS = st.sampled_from([b"}", b"} ", b"}\r", b"", b"}}", b",}", b" }"])
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
