@@ -148,7 +148,7 @@ class Stages:
     def install(self, writer: IndexWriter) -> Callable[[], None]:
         """Wrap the stages of `writer`'s pass; return what undoes it."""
         saved = (spool.nesting_error, ingest_lines.decode_envelope, ingest_lines._PAYLOAD)
-        saved += (ingest_lines.normalize, ingest_lines.redact_entry)
+        saved += (ingest_lines.normalize, ingest_lines.redact_entry, ingest_lines.written_envelope)
         payload = ingest_lines._PAYLOAD
 
         # The payload decode counts as decode.
@@ -157,6 +157,7 @@ class Stages:
         guard = self.timed("line guard", spool.nesting_error)
         spool.nesting_error = guard
         ingest_lines.decode_envelope = self.timed("decode", saved[1])
+        ingest_lines.written_envelope = self.timed("decode", saved[5])  # the guard runs inside
         ingest_lines._PAYLOAD = decoder  # type: ignore[assignment]
         ingest_lines.normalize = self.timed("normalize", saved[3])
         ingest_lines.redact_entry = self.timed("redaction", saved[4])
@@ -166,7 +167,8 @@ class Stages:
 
         def undo() -> None:
             spool.nesting_error, ingest_lines.decode_envelope, ingest_lines._PAYLOAD = saved[:3]
-            ingest_lines.normalize, ingest_lines.redact_entry = saved[3:]
+            ingest_lines.normalize, ingest_lines.redact_entry = saved[3:5]
+            ingest_lines.written_envelope = saved[5]
 
         return undo
 

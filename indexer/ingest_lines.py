@@ -15,7 +15,7 @@ from indexer.models import Entry, Envelope, HookPayload
 from indexer.normalize import PayloadError, normalize
 from indexer.paths import is_valid_session_id
 from indexer.redact import redact_entry
-from indexer.spool import LineError, RawLine, decode_envelope
+from indexer.spool import LineError, RawLine, decode_envelope, written_envelope
 from indexer.store import StoredEntry
 from indexer.tailer import FileState
 
@@ -111,15 +111,24 @@ def _ingest_line(
         error = f"line exceeds [ingest] max_line_bytes ({len(data)} bytes)"
         batch.quarantine(raw.offset, line_no, error, data)
         return
-    try:
-        env = decode_envelope(data)
-    except LineError as e:
-        # A torn fragment (hook killed mid-write) is a line of its own: the next hook
-        # starts on a fresh line (I2). Nothing inside a line is salvaged as a record, so
-        # a payload cannot forge an envelope.
-        batch.quarantine(raw.offset, line_no, str(e), data)
-        return
-    _ingest_envelope(batch, raw.offset, line_no, env, cfg, registry)
+    # The hook's own layout is read without decoding the envelope: one decode of the event.
+    env = written_envelope(data)
+    payload = None
+    if env is not None:
+        try:
+            payload = _PAYLOAD.decode(env.event)
+        except (msgspec.DecodeError, ValueError):
+            env = None  # the whole decode below says what is wrong with the line
+    if env is None:
+        try:
+            env = decode_envelope(data)
+        except LineError as e:
+            # A torn fragment (hook killed mid-write) is a line of its own: the next hook
+            # starts on a fresh line (I2). Nothing inside a line is salvaged as a record, so
+            # a payload cannot forge an envelope.
+            batch.quarantine(raw.offset, line_no, str(e), data)
+            return
+    _ingest_envelope(batch, raw.offset, line_no, env, cfg, registry, payload)
 
 
 def _ingest_envelope(
@@ -129,9 +138,11 @@ def _ingest_envelope(
     env: Envelope,
     cfg: IngestConfig,
     registry: AgentRegistry,
+    payload: HookPayload | None = None,
 ) -> None:
     try:
-        payload = _PAYLOAD.decode(env.event)
+        if payload is None:
+            payload = _PAYLOAD.decode(env.event)
         entry = normalize(
             payload,
             ts_ns=env.ts_ns,

@@ -13,7 +13,7 @@ from indexer.decoded import (
     unescape,
 )
 from indexer.redact_raw import may_contain_secret, redact_bytes
-from indexer.secret_scan import HIDDEN, find_secrets, probe
+from indexer.secret_scan import HIDDEN, LEGACY, find_secrets, probe
 
 if TYPE_CHECKING:  # the module stays stdlib-only at run time
     from indexer.models import Entry
@@ -56,10 +56,16 @@ def _apply_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-def _redact_layer(text: str) -> str:
-    """Every rule on text as it stands (no decoding)."""
-    out = _redact_plain(text)
-    spans = find_secrets(out)
+def _redact_layer(text: str, hits: set[int] | None = None) -> str:
+    """Every rule on text as it stands (no decoding); `hits`, when given, is probe(text)'s."""
+    if hits is None:
+        out = _redact_plain(text)
+        spans = find_secrets(out)
+    else:
+        # The probe already ran on text: without a legacy gate's hit the earlier rules find
+        # nothing, and while text is unchanged its rule hits stand (no second probe).
+        out = _redact_plain(text) if LEGACY in hits else text
+        spans = find_secrets(out, hits if out is text else None)
     return _apply_spans(out, spans) if spans else out
 
 
@@ -68,7 +74,7 @@ def _redact_decoded(text: str, depth: int) -> str:
     hits, runs = probe(data)  # one pass tells which steps can change anything
     out = text
     if hits:
-        out = _redact_layer(text)
+        out = _redact_layer(text, hits)
         if HIDDEN in hits:
             decoded = unescape(out)
             # A secret visible only once decoded: the decoded, redacted text is what is kept.
@@ -93,8 +99,34 @@ def redact_text(text: str) -> str:
     """text with every secret redacted in its final decoded form: JSON and URL escapes are
     decoded, and base64 blobs long enough to hide a key are decoded, before the rules run.
     The same object comes back when nothing was redacted."""
-    out = _redact_decoded(text, _BASE64_DEPTH)
-    return text if out == text else out
+    if not text:  # most entries leave most fields empty
+        return text
+    if len(text) > _CACHED_TEXT_CHARS:
+        out = _redact_decoded(text, _BASE64_DEPTH)
+        return text if out == text else out
+    known = _TEXTS.get(text, _UNKNOWN)
+    if known is _UNKNOWN:
+        out = _redact_decoded(text, _BASE64_DEPTH)
+        known = None if out == text else out
+        _remember(text, known)
+    return text if known is None else known
+
+
+def _remember(text: str, redacted: str | None) -> None:
+    """Keep a short text's redaction (None: nothing to redact) in the bounded table."""
+    if len(text) <= _CACHED_TEXT_CHARS:
+        if len(_TEXTS) >= _CACHED_TEXTS:
+            _TEXTS.clear()
+        _TEXTS[text] = redacted
+
+
+# Short texts repeat from event to event (a session's cwd, file paths, tool names, the strings
+# of a detail): their redaction, a pure function of the text, is remembered in a small bounded
+# table (None: nothing to redact, so the caller gets its own object back).
+_TEXTS: dict[str, str | None] = {}
+_CACHED_TEXTS = 4096
+_CACHED_TEXT_CHARS = 64
+_UNKNOWN = ""  # never stored: empty texts return before the table
 
 
 def _may_need_redaction(data: bytes, depth: int = _BASE64_DEPTH) -> bool:
@@ -165,6 +197,11 @@ _ENTRY_TEXT = (
 )  # fmt: skip
 
 
+def _needs_a_look(text: str) -> bool:
+    """False when text is remembered as having nothing to redact."""
+    return _TEXTS.get(text, _UNKNOWN) is not None
+
+
 def redact_entry(entry: Entry) -> Entry:
     """entry with free text, files and raw detail redacted (ids kept); same object if unchanged.
 
@@ -172,10 +209,16 @@ def redact_entry(entry: Entry) -> Entry:
     whether any rule can match in any decoded form; only then is each field redacted.
     """
     detail = bytes(entry.detail)
-    texts = [getattr(entry, name) for name in _ENTRY_TEXT]
-    texts.extend(entry.files)
+    # Fields known to need nothing (a session's cwd, paths seen before) stay out of the pass:
+    # the probe has no anchors, so a field alone can only match where it matches among others.
+    texts = [t for name in _ENTRY_TEXT if (t := getattr(entry, name)) and _needs_a_look(t)]
+    texts.extend(f for f in entry.files if _needs_a_look(f))
+    if not texts and not detail:
+        return entry
     every_field = _utf8("\n".join(texts)) + b"\n" + detail
     if not _may_need_redaction(every_field):
+        for text in texts:  # each one alone needs nothing either: remembered as such
+            _remember(text, None)
         return entry
     changes: dict[str, Any] = {}
     for name in _ENTRY_TEXT:

@@ -172,10 +172,11 @@ def _matches(pattern: re.Pattern[str], kind: str, text: str) -> Iterator[re.Matc
             yield m
 
 
-def find_secrets(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, kind) of every secret the rules find in text, in no particular order."""
-    data = text.encode("utf-8", "surrogatepass")
-    hits = probe_rules(data)
+def find_secrets(text: str, hits: set[int] | None = None) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of every secret the rules find in text, in no particular order.
+    `hits`, when the caller has them, are probe_rules of text's UTF-8."""
+    if hits is None:
+        hits = probe_rules(text.encode("utf-8", "surrogatepass"))
     if not hits:
         return []
     found: list[tuple[int, int, str]] = []

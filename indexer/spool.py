@@ -57,6 +57,29 @@ def repair_surrogates(line: bytes) -> bytes:
     return _LONE_SURROGATE.sub(rb"\\ufffd", line)
 
 
+# A line exactly as the hook writes it: version 1, no spaces, the event (an object) last.
+_WRITTEN = re.compile(
+    rb'\{"ctxd":1,"ts_ns":(0|[1-9][0-9]{0,18}),"pid":(0|[1-9][0-9]{0,18}),"event":(?=\{)'
+)
+
+
+def written_envelope(line: bytes) -> Envelope | None:
+    """The envelope of a line in the hook's own layout, read without decoding the event; None
+    for any other line (decode_envelope judges those, and gives the reasons).
+
+    The event is the bytes between the header and the closing brace: the caller's payload
+    decode must accept them whole (one JSON object), else the line goes to decode_envelope.
+    Such a line is then exactly what decode_envelope would accept, with the same fields.
+    """
+    m = _WRITTEN.match(line)
+    if m is None or not line.endswith(b"}}") or nesting_error(line):
+        return None
+    ts_ns, pid = int(m[1]), int(m[2])
+    if int64_error("ts_ns", ts_ns) or int64_error("pid", pid):
+        return None
+    return Envelope(ENVELOPE_VERSION, ts_ns, pid, msgspec.Raw(memoryview(line)[m.end() : -1]))
+
+
 def decode_envelope(line: bytes) -> Envelope:
     """Decode one spool line; raise LineError if it is not a complete, known envelope.
 
