@@ -8,6 +8,7 @@ through `index_memory`. Stdlib only: `ctxd search` must start fast.
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -327,22 +328,33 @@ def query(
     args = [expression, *args]
     half_life_ns = max(half_life_h, 0.001) * 3600e9
     condition = " AND ".join(where)
-    # Memory items have negative rowids, events positive ones in the order they came.
-    ranges: list[tuple[str, list[object]]] = [(" AND rowid < 0", [])]
+    # Memory items have negative rowids, events positive ones in the order they came. One
+    # pass walks the `window` most recent matching events newest first with their bm25 (a
+    # second pass to find the window's oldest event first walked them twice); the stored
+    # columns are read for the `candidates` best only.
+    ranked: list[tuple[int, float]] = conn.execute(
+        f"SELECT rowid, rank FROM search WHERE {condition} AND rowid < 0 ORDER BY rank LIMIT ?",
+        [*args, candidates],
+    ).fetchall()
     if not (kinds and set(kinds) <= MEMORY_KINDS):
-        oldest = conn.execute(
-            f"SELECT rowid FROM search WHERE {condition} AND rowid > 0"
-            " ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            [*args, window - 1],
-        ).fetchone()
-        ranges.append((" AND rowid >= ?", [oldest[0] if oldest else 1]))
-    rows: list[Any] = []
-    for extra, extra_args in ranges:
-        rows += conn.execute(
-            "SELECT rowid, kind, session_id, agent_id, ts_ns, rank FROM search"
-            f" WHERE {condition}{extra} ORDER BY rank LIMIT ?",
-            [*args, *extra_args, candidates],
+        recent = conn.execute(
+            f"SELECT rowid, rank FROM search WHERE {condition} AND rowid > 0"
+            " ORDER BY rowid DESC LIMIT ?",
+            [*args, window],
         ).fetchall()
+        ranked += heapq.nsmallest(candidates, recent, key=lambda r: (r[1], -r[0]))
+    rank_of = dict(ranked)
+    rows: list[Any] = []
+    for chunk in range(0, len(ranked), 500):  # under SQLite's limit on bound parameters
+        docs = [doc for doc, _ in ranked[chunk : chunk + 500]]
+        rows += [
+            (*r, rank_of[r[0]])
+            for r in conn.execute(
+                "SELECT rowid, kind, session_id, agent_id, ts_ns FROM search"
+                f" WHERE rowid IN ({','.join('?' * len(docs))})",
+                docs,
+            )
+        ]
 
     def score(r: Any) -> float:
         # bm25 (FTS5's rank) is negative, better when lower; recency scales it by up to 2.
