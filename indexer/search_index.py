@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from indexer import search_merge
 from indexer.readonly import connect_readonly, index_is_current
 
 SEARCH_VERSION = "2"
@@ -384,6 +385,11 @@ def query(
         )
         for r in scored
     ]
+
+
+def merge_segments(conn: sqlite3.Connection, *, lock: Any = None, should_stop: Any = None) -> int:
+    """Merge the search index's segments toward one, in bounded steps (see search_merge)."""
+    return search_merge.merge_some(conn, lock=lock, should_stop=should_stop)
 
 
 def count_documents(conn: sqlite3.Connection) -> int:
