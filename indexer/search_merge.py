@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 MERGE_PAGES = 500
-MAX_STEPS = 40
+MAX_STEPS = 100
 
 
 def segment_count(conn: sqlite3.Connection) -> int:
