@@ -333,10 +333,11 @@ def query(
     # pass walks the `window` most recent matching events newest first with their bm25 (a
     # second pass to find the window's oldest event first walked them twice); the stored
     # columns are read for the `candidates` best only.
-    ranked: list[tuple[int, float]] = conn.execute(
-        f"SELECT rowid, rank FROM search WHERE {condition} AND rowid < 0 ORDER BY rank LIMIT ?",
-        [*args, candidates],
-    ).fetchall()
+    memory = f"SELECT rowid, rank FROM search WHERE {condition} AND rowid < 0"
+    ranked: list[tuple[int, float]] = []
+    # Ranking costs FTS5 ~2 ms at 1M events even when no memory item matches: look first.
+    if conn.execute(memory + " LIMIT 1", args).fetchone():
+        ranked = conn.execute(memory + " ORDER BY rank LIMIT ?", [*args, candidates]).fetchall()
     if not (kinds and set(kinds) <= MEMORY_KINDS):
         recent = conn.execute(
             f"SELECT rowid, rank FROM search WHERE {condition} AND rowid > 0"
