@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer import history, iso_utc, write_atomic
+from indexer import history, iso_utc, search_index, write_atomic
 from indexer.config import Config
 from indexer.errors import CtxdError, IndexBusyError
 from indexer.paths import StatePaths
@@ -84,6 +84,8 @@ def compact_and_publish(
             history.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
             history.set_meta(conn, "last_compaction_trigger", trigger)
         run_after_compaction(conn, paths, config)
+    # Ingest has caught up: a few bounded steps keep the search index in few segments.
+    search_index.merge_segments(conn, lock=guard, should_stop=should_stop)
     try:
         from summarizer.memory.injection import prebuild_injection
 
