@@ -95,7 +95,9 @@ def test_many_sessions_and_folders_beyond_the_open_limits(tmp_path: Path) -> Non
         for i, sid in enumerate(sessions):
             agent = f"cc-{i % 3}"
             events.append(
-                base("PreToolUse", tool_name="Read", tool_use_id=f"t{round_no}-{sid}", tool_input={})
+                base(
+                    "PreToolUse", tool_name="Read", tool_use_id=f"t{round_no}-{sid}", tool_input={}
+                )
                 | {"session_id": sid, "agent_id": agent, "agent_type": "reader"}
             )
             events.append(
