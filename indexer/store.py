@@ -6,7 +6,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -245,16 +245,32 @@ def retire_file(conn: sqlite3.Connection, file_id: int) -> None:
 # --- entries ------------------------------------------------------------------------------
 
 
-def insert_entries(conn: sqlite3.Connection, entries: Sequence[Entry]) -> list[StoredEntry]:
+_Refused = Callable[[Entry, Exception], None]
+
+
+def insert_entries(
+    conn: sqlite3.Connection,
+    entries: Sequence[Entry],
+    on_unstorable: _Refused | None = None,
+) -> list[StoredEntry]:
     """Insert entries, skipping duplicates (I3); return the ones stored, with their ids.
 
-    One executemany per batch; the ids of the rows actually inserted are read back in one query
-    (new rows get ids above the previous maximum), so duplicates cost nothing extra.
+    One executemany per batch; the ids of the rows inserted are read back in one query (new rows
+    get ids above the previous maximum). An entry SQLite cannot take (a bug upstream) raises, or
+    goes to `on_unstorable` while the rest is stored one by one: executemany stops at its row, so
+    no savepoint is needed (one per batch doubled the bytes written, search trigger included).
     """
     if not entries:
         return []
     before = max_entry_id(conn)
-    conn.executemany(_INSERT_ENTRY, [_entry_row(e) for e in entries])
+    try:
+        conn.executemany(_INSERT_ENTRY, map(_entry_row, entries))
+    except sqlite3.Error:
+        raise
+    except Exception:
+        if on_unstorable is None:
+            raise
+        _insert_rest(conn, entries, before, on_unstorable)
     stored = conn.execute(
         "SELECT id, ts_ns, pid FROM entries WHERE id>? ORDER BY id", (before,)
     ).fetchall()
@@ -262,6 +278,21 @@ def insert_entries(conn: sqlite3.Connection, entries: Sequence[Entry]) -> list[S
     for e in entries:
         by_key.setdefault((e.ts_ns, e.pid), e)  # OR IGNORE keeps the first of equal keys
     return [StoredEntry(row[0], by_key[(row[1], row[2])]) for row in stored]
+
+
+def _insert_rest(
+    conn: sqlite3.Connection, entries: Sequence[Entry], before: int, on_unstorable: _Refused
+) -> None:
+    """After a failed batch insert: insert one by one each entry not stored yet."""
+    rows = conn.execute("SELECT ts_ns, pid FROM entries WHERE id>?", (before,))
+    done = {(int(r[0]), int(r[1])) for r in rows}
+    for e in (e for e in entries if (e.ts_ns, e.pid) not in done):
+        try:
+            conn.execute(_INSERT_ENTRY, _entry_row(e))
+        except sqlite3.Error:
+            raise
+        except Exception as err:
+            on_unstorable(e, err)
 
 
 def _entry_row(e: Entry) -> tuple[Any, ...]:
