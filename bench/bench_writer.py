@@ -11,9 +11,12 @@ up to --rows:
      --search-cost measures it);
   2. views: the same batches appended to fresh view trees, in turn by the shipped view writer
      (session folders opened once) and by one that walks from the state dir to every view file
-     it opens (the way before); CPU time per entry.
+     it opens (the way before); CPU time per entry;
+  3. whole passes (views and search index included) over the spool of --spool-events, into
+     fresh state dirs, alternately with the batch insert as shipped and wrapped in a savepoint
+     (the way before): bytes written and CPU time per event.
 
-    python bench/bench_writer.py [--rows 200000] [--spool-events 50000]
+    python bench/bench_writer.py [--rows 200000] [--spool-events 50000] [--passes 1]
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from bench_ingest import build_spool  # noqa: E402
 
 from indexer import safefs, store  # noqa: E402
 from indexer.config import Config  # noqa: E402
+from indexer.ingest import Ingestor  # noqa: E402
+from indexer.ingest_lines import Batch  # noqa: E402
 from indexer.models import Entry  # noqa: E402
 from indexer.paths import FILE_MODE, StatePaths  # noqa: E402
 from indexer.store import StoredEntry  # noqa: E402
@@ -74,11 +79,22 @@ class WalkPerFile(ViewWriter):
         return fd
 
 
+class SavepointPerBatch(Ingestor):
+    """The batch insert before: inside a savepoint, undone and redone one by one on a failure."""
+
+    def _insert(self, batch: Batch) -> tuple[list[StoredEntry], int]:
+        self.conn.execute("SAVEPOINT entries")
+        inserted = super()._insert(batch)
+        self.conn.execute("RELEASE entries")
+        return inserted
+
+
 def corpus_entries(tmp: Path, events: int) -> list[Entry]:
     """Decoded, redacted, attributed entries of `events` corpus-shaped spool lines."""
     paths = StatePaths(tmp / "source")
     paths.ensure()
     build_spool(paths.spool, events)
+    shutil.copytree(paths.spool, tmp / "spool")  # kept for the whole passes
     writer = open_writer(paths, Config())
     writer.ingestor.on_batch = None
     writer.ingestor.keep_inserted = False
@@ -183,16 +199,47 @@ def views(tmp: Path, batches: list[list[Entry]]) -> None:
         print(f"  {name:<36} {1e6 * cpu[name] / rows:5.1f} µs per entry")
 
 
+def passes(tmp: Path, rounds: int) -> None:
+    results: dict[str, list[tuple[float, int, int]]] = {"shipped": [], "savepoint (before)": []}
+    for r in range(rounds):
+        for name, runs in results.items():
+            runs.append(one_pass(tmp, tmp / f"pass-{r}-{len(runs)}", name == "shipped"))
+    print("whole passes with views and the search index (CPU time; bytes written):")
+    for name, runs in results.items():
+        figures = "; ".join(f"{1e6 * cpu / n:5.1f} µs {wrote / n:6.0f} B" for cpu, wrote, n in runs)
+        print(f"  {name:<36} {figures} per event ({runs[0][2]:,} events)")
+
+
+def one_pass(tmp: Path, root: Path, shipped: bool) -> tuple[float, int, int]:
+    """A daemon pass over the kept spool in a fresh state dir: CPU s, bytes written, events."""
+    paths = StatePaths(root)
+    paths.ensure()
+    for segment in sorted((tmp / "spool").iterdir()):
+        os.link(segment, paths.spool / segment.name)
+    writer = open_writer(paths, Config())
+    if not shipped:
+        ingestor = SavepointPerBatch(paths, Config(), writer.conn)
+        ingestor.on_batch = writer.ingestor.on_batch
+        writer.ingestor = ingestor
+    events: list[int] = []
+    cpu, wrote = timed(lambda: events.append(writer.pass_once().entries))
+    writer.close()
+    shutil.rmtree(paths.root)
+    return cpu, wrote, events[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--spool-events", type=int, default=50_000, help="distinct source events")
+    parser.add_argument("--passes", type=int, default=1, help="rounds of whole passes (0: none)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         entries = corpus_entries(Path(tmp), min(args.spool_events, args.rows))
         batches = replays(entries, args.rows)
         inserts(Path(tmp), batches)
         views(Path(tmp), batches)
+        passes(Path(tmp), args.passes)
 
 
 if __name__ == "__main__":
