@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 
 from indexer.models import Entry
@@ -15,6 +16,7 @@ TOOL_INDEX = (
     " WHERE tool_key IS NOT NULL"
 )
 _OLD_TOOL_INDEX = "entries_tool"  # (tool_key) alone, in indexes written before 2026-11-25
+log = logging.getLogger("ctxd.store")
 
 
 def tool_key(e: Entry) -> int | None:
@@ -39,6 +41,7 @@ def replace_old_tool_index(conn: sqlite3.Connection) -> bool:
     sql = "SELECT 1 FROM sqlite_master WHERE type='index' AND name=?"
     if not conn.execute(sql, (_OLD_TOOL_INDEX,)).fetchone():
         return False
+    log.info("building the index's new dedupe key for tool events (once, for an older index)")
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(TOOL_INDEX)
