@@ -220,14 +220,15 @@ class AgentRegistry:
         if previous is not None:
             # A parallel agent of the same type was linked by arrival order and the tool
             # result now names the right one: move what was attributed to the wrong agent.
-            self._conn.execute(
+            moved = self._conn.execute(
                 "UPDATE entries SET agent_id=? WHERE session_id=? AND agent_id=? AND cc_agent_id=?",
                 (agent_id, session_id, previous, cc),
-            )
-            self._conn.executemany(
-                "INSERT OR IGNORE INTO dirty_views(session_id, view) VALUES (?, ?)",
-                [(session_id, previous), (session_id, agent_id)],
-            )
+            ).rowcount
+            if moved:  # else only this batch's entries moved (`current`): no view has them yet
+                self._conn.executemany(
+                    "INSERT OR IGNORE INTO dirty_views(session_id, view) VALUES (?, ?)",
+                    [(session_id, previous), (session_id, agent_id)],
+                )
             old = s.agents.get(previous)
             if previous == cc.lower() and not self._has_entries(session_id, previous):
                 # The agent was only ever Claude Code's id seen before its Agent call: now

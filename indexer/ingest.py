@@ -14,6 +14,7 @@ from indexer.attribution import AgentRegistry
 from indexer.config import Config
 from indexer.decoded import unescape
 from indexer.ingest_lines import Batch, IngestStats, guarded_line
+from indexer.models import Entry
 from indexer.paths import StatePaths
 from indexer.redact import redact_text
 from indexer.session_catalog import SessionDelta, add_to_session, update_session
@@ -266,32 +267,18 @@ class Ingestor:
     def _insert(self, batch: Batch) -> tuple[list[StoredEntry], int]:
         """Insert the batch's entries; return those stored and how many could not be.
 
-        One statement for the whole batch; if a value cannot be bound (a bug upstream let an
-        unstorable value through), undo it and insert one by one so that only the bad
-        entry's line is quarantined.
+        If a value cannot be bound (a bug upstream let an unstorable value through), only the
+        bad entry's line is quarantined; the rest of the batch is stored.
         """
-        entries = [e for e, _ in batch.pending]
-        self.conn.execute("SAVEPOINT entries")
-        try:
-            inserted = store.insert_entries(self.conn, entries)
-            failed = 0
-        except sqlite3.Error:
-            raise
-        except Exception:  # isolate the entry that cannot be stored
-            self.conn.execute("ROLLBACK TO entries")
-            inserted, failed = [], 0
-            for e in entries:
-                try:
-                    inserted += store.insert_entries(self.conn, [e])
-                except sqlite3.Error:
-                    raise
-                except Exception as err:
-                    failed += 1
-                    error = f"cannot store the entry: {type(err).__name__}: {err}"
-                    raw = bytes(batch.sources.get(e.offset, b""))
-                    batch.quarantine(e.offset, e.line_no, error, raw)
-        self.conn.execute("RELEASE entries")
-        return inserted, failed
+        failed: list[Entry] = []
+
+        def unstorable(e: Entry, err: Exception) -> None:
+            failed.append(e)
+            error = f"cannot store the entry: {type(err).__name__}: {err}"
+            batch.quarantine(e.offset, e.line_no, error, bytes(batch.sources.get(e.offset, b"")))
+
+        inserted = store.insert_entries(self.conn, [e for e, _ in batch.pending], unstorable)
+        return inserted, len(failed)
 
 
 def _quarantine(

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import msgspec
 
 from indexer import safefs, search_index
+from indexer.entry_keys import TOOL_INDEX, replace_old_tool_index, tool_key
 from indexer.errors import IndexCorruptError
 from indexer.locks import lock_is_held
 from indexer.models import Entry
@@ -28,7 +28,7 @@ SCHEMA_VERSION = 1
 WRITER_CACHE_KIB = 16384
 _CREATION_WAIT_S = 10.0  # how long a reader waits for a new index's schema to be committed
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
     file_id INTEGER PRIMARY KEY, name TEXT NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL,
@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS entries(
     instruction TEXT NOT NULL, output_summary TEXT NOT NULL, error TEXT NOT NULL,
     files TEXT NOT NULL, text TEXT NOT NULL, cwd TEXT NOT NULL, detail BLOB NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS entries_event ON entries(ts_ns, pid);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_tool ON entries(tool_key) WHERE tool_key IS NOT NULL;
+{TOOL_INDEX};
 CREATE INDEX IF NOT EXISTS entries_agent ON entries(session_id, agent_id, id);
 CREATE TABLE IF NOT EXISTS sessions(
     session_id TEXT PRIMARY KEY, first_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,
@@ -119,6 +119,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             # default keeps their hot pages in memory as history grows.
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             _migrate(conn)
+            replace_old_tool_index(conn)  # an index from an older ctxd
             search_index.ensure(conn)  # an older index gains its search index (backfilled)
         else:
             _check_version(conn, path)
@@ -245,28 +246,32 @@ def retire_file(conn: sqlite3.Connection, file_id: int) -> None:
 # --- entries ------------------------------------------------------------------------------
 
 
-def tool_key(e: Entry) -> int | None:
-    """The dedupe key of a tool event: (session_id, tool_use_id, hook_event), a 64-bit hash.
-
-    Claude Code may deliver the same tool event twice (parallel hooks, retries); an integer key
-    keeps the unique index small and fast. A collision of 64-bit hashes is not a practical risk.
-    """
-    if not e.tool_use_id:
-        return None
-    raw = f"{e.session_id}\x00{e.tool_use_id}\x00{e.hook_event}".encode("utf-8", "surrogatepass")
-    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
+_Refused = Callable[[Entry, Exception], None]
 
 
-def insert_entries(conn: sqlite3.Connection, entries: Sequence[Entry]) -> list[StoredEntry]:
+def insert_entries(
+    conn: sqlite3.Connection,
+    entries: Sequence[Entry],
+    on_unstorable: _Refused | None = None,
+) -> list[StoredEntry]:
     """Insert entries, skipping duplicates (I3); return the ones stored, with their ids.
 
-    One executemany per batch; the ids of the rows actually inserted are read back in one query
-    (new rows get ids above the previous maximum), so duplicates cost nothing extra.
+    One executemany per batch; the ids of the rows inserted are read back in one query (new rows
+    get ids above the previous maximum). An entry SQLite cannot take (a bug upstream) raises, or
+    goes to `on_unstorable` while the rest is stored one by one: executemany stops at its row, so
+    no savepoint is needed (one per batch doubled the bytes written, search trigger included).
     """
     if not entries:
         return []
     before = max_entry_id(conn)
-    conn.executemany(_INSERT_ENTRY, [_entry_row(e) for e in entries])
+    try:
+        conn.executemany(_INSERT_ENTRY, map(_entry_row, entries))
+    except sqlite3.Error:
+        raise
+    except Exception:
+        if on_unstorable is None:
+            raise
+        _insert_rest(conn, entries, before, on_unstorable)
     stored = conn.execute(
         "SELECT id, ts_ns, pid FROM entries WHERE id>? ORDER BY id", (before,)
     ).fetchall()
@@ -274,6 +279,21 @@ def insert_entries(conn: sqlite3.Connection, entries: Sequence[Entry]) -> list[S
     for e in entries:
         by_key.setdefault((e.ts_ns, e.pid), e)  # OR IGNORE keeps the first of equal keys
     return [StoredEntry(row[0], by_key[(row[1], row[2])]) for row in stored]
+
+
+def _insert_rest(
+    conn: sqlite3.Connection, entries: Sequence[Entry], before: int, on_unstorable: _Refused
+) -> None:
+    """After a failed batch insert: insert one by one each entry not stored yet."""
+    rows = conn.execute("SELECT ts_ns, pid FROM entries WHERE id>?", (before,))
+    done = {(int(r[0]), int(r[1])) for r in rows}
+    for e in (e for e in entries if (e.ts_ns, e.pid) not in done):
+        try:
+            conn.execute(_INSERT_ENTRY, _entry_row(e))
+        except sqlite3.Error:
+            raise
+        except Exception as err:
+            on_unstorable(e, err)
 
 
 def _entry_row(e: Entry) -> tuple[Any, ...]:

@@ -16,7 +16,7 @@ from indexer import safefs, store
 from indexer.errors import StateDirError
 from indexer.fileio import write_all, write_atomic
 from indexer.models import Entry, ViewLine
-from indexer.paths import FILE_MODE, StatePaths, is_valid_view_name
+from indexer.paths import FILE_MODE, StatePaths, check_session_id, is_valid_view_name
 from indexer.store import StoredEntry
 
 log = logging.getLogger("ctxd.views")
@@ -78,51 +78,69 @@ def view_files(paths: StatePaths, e: Entry) -> list[Path]:
 
 
 _MAX_OPEN_VIEWS = 128
+_MAX_OPEN_DIRS = 32
+_FILE_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+# A view file by (its folder, its name): the folder is a session id, or "" for the sessions
+# folder itself (the project-wide instruction view). Strings, not Paths: building a Path per
+# entry cost more than formatting its line.
+_Key = tuple[str, str]
 
 
 class ViewWriter:
     """Appends entries to their view files; remembers each file's last seq once read.
 
-    Keeps up to `_MAX_OPEN_VIEWS` view files open (least recently used closed first): opening
-    a file costs far more than appending a few lines to it, and a daemon pass touches the same
-    few views again and again.
+    Keeps up to `_MAX_OPEN_VIEWS` view files and `_MAX_OPEN_DIRS` session folders open (least
+    recently used closed first): opening a file costs far more than appending a few lines to
+    it, and a daemon pass touches the same few views again and again. A folder is opened once
+    by walking directory fds from the state dir (indexer.safefs), and its files relative to it.
     """
 
     def __init__(self, paths: StatePaths) -> None:
         self.paths = paths
-        self._last_seq: dict[Path, int] = {}
-        self._fds: dict[Path, int] = {}  # insertion order = least recently used first
+        self._last_seq: dict[_Key, int] = {}
+        self._fds: dict[_Key, int] = {}  # insertion order = least recently used first
+        self._dirs: dict[str, int] = {}  # the same, for folders
 
     def append(self, entries: Iterable[StoredEntry]) -> int:
         """Append entries (ascending ids) to their views; return lines written."""
-        groups: dict[Path, list[tuple[int, bytes]]] = {}
-        targets: dict[tuple[str, str, bool], list[Path]] = {}  # path building is not free
+        groups: dict[_Key, list[tuple[int, bytes]]] = {}
+        targets: dict[tuple[str, str, str], tuple[_Key, ...]] = {}
         for se in entries:
             e = se.entry
-            key = (e.session_id, e.agent_id, e.event in INSTRUCTION_EVENTS)
+            event = e.event
+            key = (e.session_id, e.agent_id, event if event in INSTRUCTION_EVENTS else "")
             files = targets.get(key)
             if files is None:
-                files = targets[key] = view_files(self.paths, e)
+                files = targets[key] = _view_keys(e)
             line = _ENCODER.encode(view_line(se.id, e)) + b"\n"
-            for path in files:
-                groups.setdefault(path, []).append((se.id, line))
+            for name in files:
+                group = groups.get(name)
+                if group is None:
+                    groups[name] = [(se.id, line)]
+                else:
+                    group.append((se.id, line))
         written = 0
-        for path, lines in groups.items():
+        for name, lines in groups.items():
             try:
-                fd = self._fd(path)
+                fd = self._fd(name)
             except (StateDirError, OSError) as e:
-                if isinstance(e, OSError) and e.errno != errno.ELOOP:
+                if not _is_refusal(e):
                     raise
-                refuse_symlink(path, e)
+                refuse_symlink(self._path(name), e)
                 continue
-            last = self._last_seq.get(path)
+            last = self._last_seq.get(name)
             if last is None:
-                last = self._last_seq[path] = last_seq_of_fd(fd)
-            fresh = [line for seq, line in lines if seq > last]
-            if fresh:
+                last = self._last_seq[name] = last_seq_of_fd(fd)
+            if lines[0][0] > last:
+                write_all(fd, b"".join([line for _, line in lines]))
+                written += len(lines)
+            else:  # after a crash mid-catch-up: part of these lines is in the file already
+                fresh = [line for seq, line in lines if seq > last]
+                if not fresh:
+                    continue
                 write_all(fd, b"".join(fresh))
-                self._last_seq[path] = lines[-1][0]
                 written += len(fresh)
+            self._last_seq[name] = lines[-1][0]
         return written
 
     def rebuild(self, conn: sqlite3.Connection, session_id: str, view: str) -> None:
@@ -132,7 +150,7 @@ class ViewWriter:
             _ENCODER.encode(view_line(se.id, se.entry)) + b"\n"
             for se in store.agent_entries(conn, session_id, view)
         ]
-        self._drop(path)  # an open fd would keep writing to the replaced file
+        self._drop((session_id, f"{view}.jsonl"))  # an open fd would keep writing to the old file
         try:
             if chunks:
                 write_atomic(path, b"".join(chunks), root=self.paths.root)
@@ -142,32 +160,75 @@ class ViewWriter:
             refuse_symlink(path, e)
 
     def forget(self) -> None:
-        """Close open views and drop remembered positions (files changed behind our back)."""
-        for path in list(self._fds):
-            self._drop(path)
+        """Close open views and folders and drop remembered positions (files changed behind
+        our back)."""
+        for name in list(self._fds):
+            self._drop(name)
+        self._close_dirs()
         self._last_seq.clear()
 
     def close(self) -> None:
         """Close every open view file."""
         self.forget()
 
-    def _fd(self, path: Path) -> int:
-        fd = self._fds.pop(path, None)
+    def _path(self, name: _Key) -> Path:
+        folder, file = name
+        return (self.paths.sessions / folder if folder else self.paths.sessions) / file
+
+    def _fd(self, name: _Key) -> int:
+        fd = self._fds.pop(name, None)
         if fd is None:
-            # Opened through directory fds walked from the state dir: a session folder
-            # swapped for a symlink at any moment is refused, never written through.
-            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = safefs.open_file(self.paths.root, path, flags, FILE_MODE)
+            # O_NOFOLLOW, relative to a folder fd opened without following links: a view
+            # file or a folder swapped for a symlink is refused, never written through.
+            try:
+                fd = os.open(name[1], _FILE_FLAGS, FILE_MODE, dir_fd=self._dir(name[0]))
+            except FileNotFoundError:  # the folder was deleted since it was opened: walk again
+                self._close_dirs()
+                fd = os.open(name[1], _FILE_FLAGS, FILE_MODE, dir_fd=self._dir(name[0]))
             if len(self._fds) >= _MAX_OPEN_VIEWS:
                 self._drop(next(iter(self._fds)))
-        self._fds[path] = fd
+        self._fds[name] = fd
         return fd
 
-    def _drop(self, path: Path) -> None:
-        fd = self._fds.pop(path, None)
+    def _dir(self, folder: str) -> int:
+        fd = self._dirs.pop(folder, None)
+        if fd is None:
+            if folder:
+                fd = safefs.open_private_dir(check_session_id(folder), self._dir(""))
+            else:
+                fd = safefs.open_dir(self.paths.root, self.paths.sessions)
+            if len(self._dirs) >= _MAX_OPEN_DIRS:
+                os.close(self._dirs.pop(next(iter(self._dirs))))
+        self._dirs[folder] = fd
+        return fd
+
+    def _close_dirs(self) -> None:
+        for fd in self._dirs.values():
+            os.close(fd)
+        self._dirs.clear()
+
+    def _drop(self, name: _Key) -> None:
+        fd = self._fds.pop(name, None)
         if fd is not None:
             os.close(fd)
-        self._last_seq.pop(path, None)
+        self._last_seq.pop(name, None)
+
+
+def _view_keys(e: Entry) -> tuple[_Key, ...]:
+    """`view_files` as (folder, file name) keys."""
+    check_session_id(e.session_id)
+    name = e.agent_id if e.agent_id != "main" and is_valid_view_name(e.agent_id) else "main"
+    own = (e.session_id, f"{name}.jsonl")
+    if e.event in INSTRUCTION_EVENTS:
+        return own, (e.session_id, AGENT_INSTRUCTIONS), ("", ALL_AGENT_INSTRUCTIONS)
+    return (own,)
+
+
+def _is_refusal(error: Exception) -> bool:
+    """True for a symlink (or a foreign or world-writable folder) met on the way to a view."""
+    return isinstance(error, (StateDirError, safefs.UnsafeStateDir)) or (
+        isinstance(error, OSError) and error.errno == errno.ELOOP
+    )
 
 
 def append_after(conn: sqlite3.Connection, writer: ViewWriter, upto: int) -> tuple[int, int]:
