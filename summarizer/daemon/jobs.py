@@ -64,6 +64,7 @@ class CompactionJobs:
         self._last_run_end = 0.0  # time.monotonic() when the last job ended; 0 = released
         self.tokenizer_idle_s = TOKENIZER_IDLE_S
         self.deferred = 0  # runs that waited for the end of a bulk catch-up
+        self._refused = threading.Event()  # a run the scheduler refused (max_instances)
 
     def start(self) -> None:
         """Start the scheduler (first run now), the batch listener and the request poller."""
@@ -181,6 +182,7 @@ class CompactionJobs:
         path = self.daemon.paths.root / REQUEST_FILE
         while not self.daemon.stopping.wait(REQUEST_POLL_S):
             self._release_tokenizer_when_idle()
+            self._retry_refused_request()
             try:
                 if not safefs.unlink(self.daemon.paths.root, path):
                     continue
@@ -188,6 +190,21 @@ class CompactionJobs:
                 log.exception("cannot remove %s", path)
                 continue
             self.request("request")
+
+    def _retry_refused_request(self) -> None:
+        """Start again a request the scheduler refused while it still counted the last run.
+
+        A run ends (`_running` false) a moment before APScheduler counts its instance
+        finished; a request in that window is refused by max_instances and would otherwise
+        wait for the next interval.
+        """
+        if not self._refused.is_set():
+            return
+        with self._lock:
+            pending = self._requested and not self._running
+        self._refused.clear()
+        if pending:
+            self.request("retry")
 
     # --- the job ---------------------------------------------------------------------------------
 
@@ -288,7 +305,8 @@ class CompactionJobs:
             log.warning("compaction run of %s was missed", event.scheduled_run_time)
         else:
             self.events["max_instances"] += 1
-            log.warning("compaction run skipped: one is still running (requests are looped)")
+            self._refused.set()  # the poller asks again once the run is counted finished
+            log.info("compaction run refused: the last one is still finishing; retried")
 
 
 def _completion_key(event: str, agent_id: str, detail: bytes) -> str:
