@@ -4,7 +4,7 @@ Builds (or, with --reuse, reuses) a state directory under /tmp holding an index 
 shaped like the corpus (bench_ingest's spool: the real hook payloads, replayed as new
 sessions), indexed by the daemon's writer in chunks of 50,000 events (each chunk's spool
 segment is deleted once indexed, to bound the disk used), with the memory compacted (which
-also merges the FTS5 segments, as the daemon's compaction does), so that `ctxd search` takes
+also merges the FTS5 segments once more than 8 have piled up, as the daemon's compaction does), so that `ctxd search` takes
 its fast path as it does on a quiet project. The per-agent views are
 deleted after the build (search never reads them). Then:
   1. in-process: summarizer.search.service.search() on one read-only connection, for

@@ -389,8 +389,10 @@ def query(
 
 
 def merge_segments(conn: sqlite3.Connection, *, lock: Any = None, should_stop: Any = None) -> int:
-    """Merge the search index's segments toward one, in bounded steps (see search_merge)."""
-    return search_merge.merge_some(conn, lock=lock, should_stop=should_stop)
+    """Merge the search index toward one segment once it has many, in bounded steps."""
+    return search_merge.merge_some(
+        conn, lock=lock, should_stop=should_stop, above=search_merge.MERGE_ABOVE
+    )
 
 
 def count_documents(conn: sqlite3.Connection) -> int:

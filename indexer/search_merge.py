@@ -19,6 +19,10 @@ from typing import Any
 
 MERGE_PAGES = 500
 MAX_STEPS = 100
+# A merge into one segment rewrites the whole search index (~90 MB at 1,000,000 events), so
+# it waits until this many segments have piled up: FTS5's own automerge keeps the count low
+# between, and a daemon busy all day does not rewrite its index at every compaction.
+MERGE_ABOVE = 8
 
 
 def segment_count(conn: sqlite3.Connection) -> int:
@@ -35,13 +39,15 @@ def merge_some(
     lock: AbstractContextManager[Any] | None = None,
     should_stop: Callable[[], bool] | None = None,
     max_steps: int = MAX_STEPS,
+    above: int = 1,
 ) -> int:
     """Merge the search index's segments toward one, in at most `max_steps` bounded steps.
 
-    The caller holds the writer flock (I8); `lock` is taken around each step. Returns the
-    steps that merged something (0 when there was one segment or none).
+    Only an index of more than `above` segments is merged. The caller holds the writer flock
+    (I8); `lock` is taken around each step. Returns the steps that merged something (0 when
+    there was nothing to merge).
     """
-    if segment_count(conn) <= 1:
+    if segment_count(conn) <= max(1, above):
         return 0
     guard = lock if lock is not None else contextlib.nullcontext()
     done = 0

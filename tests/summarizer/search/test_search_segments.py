@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from memory_helpers import prompt, replay
 
 from indexer import search_index, search_merge, store
@@ -39,14 +40,26 @@ def _segments(paths: StatePaths) -> int:
         conn.close()
 
 
-def test_compaction_leaves_the_search_index_in_one_segment(tmp_path: Path) -> None:
+def test_compaction_leaves_the_search_index_in_one_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     paths = _grown(tmp_path)
     assert _segments(paths) > 1
+    monkeypatch.setattr(search_merge, "MERGE_ABOVE", 1)  # a small index never reaches 8
     before = _hits(paths)
     assert len(before) == 7
     compact_now(paths, load_config(paths.config), trigger="test")
     assert _segments(paths) == 1
     assert _hits(paths) == before
+
+
+def test_compaction_leaves_a_few_segments_alone(tmp_path: Path) -> None:
+    # Merging into one rewrites the whole index: only worth it once segments pile up.
+    paths = _grown(tmp_path, passes=3)
+    segments = _segments(paths)
+    assert 1 < segments <= search_merge.MERGE_ABOVE
+    compact_now(paths, load_config(paths.config), trigger="test")
+    assert _segments(paths) == segments
 
 
 def test_merging_stops_when_asked_and_when_done(tmp_path: Path) -> None:
@@ -57,7 +70,8 @@ def test_merging_stops_when_asked_and_when_done(tmp_path: Path) -> None:
         assert segments > 1
         assert search_merge.merge_some(conn, should_stop=lambda: True) == 0
         assert search_merge.segment_count(conn) == segments
-        assert search_index.merge_segments(conn) >= 1
+        assert search_index.merge_segments(conn) == 0  # not enough segments to be worth it
+        assert search_merge.merge_some(conn) >= 1
         assert search_merge.segment_count(conn) == 1
         assert search_merge.merge_some(conn) == 0  # nothing left to merge
     finally:
