@@ -292,7 +292,7 @@ def _search_cost(done: StatePaths, root: Path, n: int, rounds: int = 2) -> tuple
                 shutil.copyfile(segment, paths.spool / segment.name)
             conn = store.connect(paths.index_db)
             if not with_search:
-                conn.execute("DROP TRIGGER search_entry_ai")
+                conn.execute("UPDATE meta SET value='off' WHERE key='search.version'")  # no search
             ingestor = Ingestor(paths, Config(), conn)
             ingestor.keep_inserted = False
             t0 = time.perf_counter()

@@ -17,85 +17,37 @@ from typing import Any
 
 from indexer import search_merge
 from indexer.readonly import connect_readonly, index_is_current
+from indexer.search_sql import (
+    BACKFILL_ENTRIES,
+    ENTRY_KINDS,
+    KINDS,
+    MEMORY_KINDS,
+    SCHEMA,
+    TRIGGERS,
+)
 
-SEARCH_VERSION = "2"
+__all__ = [
+    "ENTRY_KINDS",
+    "KINDS",
+    "MEMORY_KINDS",
+    "SEARCH_VERSION",
+    "Hit",
+    "MemoryDoc",
+    "count_documents",
+    "ensure",
+    "failure_body",
+    "has_search",
+    "index_entries_after",
+    "index_memory",
+    "merge_segments",
+    "open_current",
+    "open_readonly",
+    "query",
+    "rebuild",
+]
+
+SEARCH_VERSION = "3"
 _VERSION_KEY = "search.version"
-
-# Entry events worth finding, and the kind a search filters them by. Pre-tool events are left
-# out: their post-tool event carries the same description and command, plus the output.
-ENTRY_KINDS = {
-    "prompt": "prompt",
-    "tool_result": "tool",
-    "tool_failure": "error",
-    "agent_failed": "error",
-    "agent_start": "agent",
-    "agent_complete": "agent",
-    "agent_launched": "agent",
-    "subagent_stop": "agent",
-    "stop": "agent",
-    "compact_summary": "summary",
-    "post_compact": "summary",
-}
-MEMORY_KINDS = frozenset({"decision", "constraint", "failure"})
-KINDS = ("prompt", "tool", "error", "decision", "constraint", "failure", "summary", "agent")
-
-_EVENTS_SQL = ",".join(f"'{e}'" for e in ENTRY_KINDS)
-_KIND_SQL = "CASE new.event " + " ".join(f"WHEN '{e}' THEN '{k}'" for e, k in ENTRY_KINDS.items())
-_KIND_SQL += " END"
-# Filters are tokens of their own column, so FTS5 intersects them with the words (a filtered
-# search stays as fast as a plain one): k<kind>, s<hex of the session id>, a<hex of the agent
-# id>. Hex keeps any id one token, and a prefix of an id a prefix of its token.
-_TAGS_SQL = f"'k' || {_KIND_SQL} || ' s' || hex(new.session_id) || ' a' || hex(new.agent_id)"
-# A command is in the tool input only (a described Bash call shows its description); the
-# input may be cut at max_detail_bytes, hence the validity check.
-_COMMAND_SQL = (
-    "CASE WHEN new.tool_name='Bash' AND json_valid(CAST(new.detail AS TEXT)) THEN"
-    " coalesce(json_extract(CAST(new.detail AS TEXT), '$.input.command'), '') ELSE '' END"
-)
-# The description of a prompt or a stop is the first line of its text: indexing it again
-# would double that line's weight.
-_BODY_SQL = (
-    "trim(CASE WHEN new.event IN ('prompt','stop','subagent_stop','compact_summary')"
-    " THEN '' ELSE new.description END"
-    " || ' ' || new.instruction || ' ' || new.output_summary || ' ' || new.error"
-    " || ' ' || CASE WHEN new.text=new.output_summary THEN '' ELSE new.text END"
-    " || ' ' || new.files || ' ' || " + _COMMAND_SQL + ")"
-)
-
-_SCHEMA = f"""
-CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(
-    body, tags, kind UNINDEXED, session_id UNINDEXED, agent_id UNINDEXED, ts_ns UNINDEXED,
-    tokenize='unicode61 remove_diacritics 2');
-CREATE TABLE IF NOT EXISTS search_mem(
-    kind TEXT NOT NULL, key TEXT NOT NULL, doc INTEGER NOT NULL, session_id TEXT NOT NULL,
-    PRIMARY KEY(kind, key));
-CREATE INDEX IF NOT EXISTS search_mem_session ON search_mem(session_id);
-INSERT INTO search(search, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
-CREATE TRIGGER IF NOT EXISTS search_entry_ai AFTER INSERT ON entries
-    WHEN new.event IN ({_EVENTS_SQL}) BEGIN
-    INSERT INTO search(rowid, body, tags, kind, session_id, agent_id, ts_ns)
-    VALUES (new.id, {_BODY_SQL}, {_TAGS_SQL}, {_KIND_SQL}, new.session_id, new.agent_id,
-        new.ts_ns);
-END;
-CREATE TRIGGER IF NOT EXISTS search_entry_ad AFTER DELETE ON entries
-    WHEN old.event IN ({_EVENTS_SQL}) BEGIN
-    DELETE FROM search WHERE rowid=old.id;
-END;
-CREATE TRIGGER IF NOT EXISTS search_entry_au AFTER UPDATE OF agent_id ON entries
-    WHEN new.event IN ({_EVENTS_SQL}) AND new.agent_id != old.agent_id BEGIN
-    UPDATE search SET agent_id=new.agent_id, tags={_TAGS_SQL} WHERE rowid=new.id;
-END;
-CREATE TRIGGER IF NOT EXISTS search_mem_ad AFTER DELETE ON search_mem BEGIN
-    DELETE FROM search WHERE rowid=old.doc;
-END;
-"""
-_TRIGGERS = ("search_entry_ai", "search_entry_ad", "search_entry_au", "search_mem_ad")
-_BACKFILL_ENTRIES = (
-    "INSERT INTO search(rowid, body, tags, kind, session_id, agent_id, ts_ns)"
-    f" SELECT new.id, {_BODY_SQL}, {_TAGS_SQL}, {_KIND_SQL}, new.session_id, new.agent_id,"
-    " new.ts_ns"
-    f" FROM entries AS new WHERE new.event IN ({_EVENTS_SQL})"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +77,25 @@ class Hit:
 
 def has_search(conn: sqlite3.Connection) -> bool:
     """True if the index has the search index this version builds (a writer opened it)."""
+    return _version(conn) == SEARCH_VERSION
+
+
+def index_entries_after(conn: sqlite3.Connection, after_id: int) -> None:
+    """Index the entries stored with ids above `after_id` (the caller's batch, in its own
+    transaction: an entry and its document commit together)."""
+    if has_search(conn):
+        conn.execute(BACKFILL_ENTRIES + " AND new.id > ?", (after_id,))
+
+
+def _version(conn: sqlite3.Connection) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key=?", (_VERSION_KEY,)).fetchone()
-    return row is not None and row[0] == SEARCH_VERSION
+    return None if row is None else str(row[0])
+
+
+def _set_version(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_VERSION_KEY, SEARCH_VERSION)
+    )
 
 
 def ensure(conn: sqlite3.Connection) -> bool:
@@ -140,18 +109,18 @@ def ensure(conn: sqlite3.Connection) -> bool:
         return False
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if not has_search(conn):
-            for trigger in _TRIGGERS:
+        if _version(conn) == "2":  # same documents: only the insert trigger goes
+            conn.execute("DROP TRIGGER IF EXISTS search_entry_ai")
+            _set_version(conn)
+        elif not has_search(conn):
+            for trigger in TRIGGERS:
                 conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
             conn.execute("DROP TABLE IF EXISTS search")
             conn.execute("DROP TABLE IF EXISTS search_mem")
-            for statement in _statements(_SCHEMA):
+            for statement in _statements(SCHEMA):
                 conn.execute(statement)
             _fill(conn)
-            conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                (_VERSION_KEY, SEARCH_VERSION),
-            )
+            _set_version(conn)
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -198,7 +167,7 @@ def _memory_is_current(conn: sqlite3.Connection) -> bool:
 
 
 def _fill(conn: sqlite3.Connection) -> None:
-    conn.execute(_BACKFILL_ENTRIES)
+    conn.execute(BACKFILL_ENTRIES)
     index_memory(conn, _stored_memory(conn))
 
 

@@ -115,8 +115,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             # Checkpoint the WAL every ~16 MB rather than every 4 MB: a bulk catch-up then
             # spends far fewer fsyncs; readers never wait either way (WAL).
             conn.execute("PRAGMA wal_autocheckpoint=4000")
-            # The unique indexes take random keys (hashes): a larger page cache than the 2 MB
-            # default keeps their hot pages in memory as history grows.
+            # A larger page cache than the 2 MB default keeps the unique indexes' hot pages.
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             _migrate(conn)
             replace_old_tool_index(conn)  # an index from an older ctxd
@@ -256,10 +255,10 @@ def insert_entries(
 ) -> list[StoredEntry]:
     """Insert entries, skipping duplicates (I3); return the ones stored, with their ids.
 
-    One executemany per batch; the ids of the rows inserted are read back in one query (new rows
-    get ids above the previous maximum). An entry SQLite cannot take (a bug upstream) raises, or
-    goes to `on_unstorable` while the rest is stored one by one: executemany stops at its row, so
-    no savepoint is needed (one per batch doubled the bytes written, search trigger included).
+    One executemany per batch, then one statement indexes the new rows for search; their ids
+    are read back in one query (new rows get ids above the previous maximum). An entry SQLite
+    cannot take (a bug upstream) raises, or goes to `on_unstorable` while the rest is stored one
+    by one: executemany stops at its row, so no savepoint (it doubled the bytes written).
     """
     if not entries:
         return []
@@ -272,6 +271,7 @@ def insert_entries(
         if on_unstorable is None:
             raise
         _insert_rest(conn, entries, before, on_unstorable)
+    search_index.index_entries_after(conn, before)
     stored = conn.execute(
         "SELECT id, ts_ns, pid FROM entries WHERE id>? ORDER BY id", (before,)
     ).fetchall()

@@ -180,7 +180,7 @@ def test_duplicates_and_deletes_keep_the_index_exact(tmp_path: Path) -> None:
 def test_an_index_without_search_gains_it_backfilled(tmp_path: Path) -> None:
     paths = replay(tmp_path, [prompt("the osprey nests"), *bash("ls osprey", "t9")])
     conn = sqlite3.connect(paths.index_db)
-    for trig in ("search_entry_ai", "search_entry_ad", "search_entry_au", "search_mem_ad"):
+    for trig in ("search_entry_ad", "search_entry_au", "search_mem_ad"):
         conn.execute(f"DROP TRIGGER {trig}")
     conn.execute("DROP TABLE search")
     conn.execute("DROP TABLE search_mem")
@@ -189,6 +189,39 @@ def test_an_index_without_search_gains_it_backfilled(tmp_path: Path) -> None:
     conn.close()
     catch_up(paths)  # a writer of this version opens it
     assert {h.kind for h in _search(paths, "osprey")} == {"prompt", "tool"}
+
+
+def test_an_index_that_indexed_entries_by_trigger_keeps_its_documents_and_indexes_once(
+    tmp_path: Path,
+) -> None:
+    # The previous search version indexed each entry in an insert trigger; this one indexes a
+    # batch in one statement. Left in place, the trigger would index each new entry twice
+    # (a rowid conflict that stops ingest).
+    from indexer import search_sql
+
+    paths = replay(tmp_path, [prompt("the heron nests")])
+    conn = sqlite3.connect(paths.index_db)
+    conn.execute(
+        "CREATE TRIGGER search_entry_ai AFTER INSERT ON entries"
+        f" WHEN new.event IN ({search_sql._EVENTS_SQL}) BEGIN"
+        " INSERT INTO search(rowid, body, tags, kind, session_id, agent_id, ts_ns)"
+        f" VALUES (new.id, {search_sql._BODY_SQL}, {search_sql._TAGS_SQL},"
+        f" {search_sql._KIND_SQL}, new.session_id, new.agent_id, new.ts_ns); END"
+    )
+    conn.execute("UPDATE meta SET value='2' WHERE key='search.version'")
+    conn.commit()
+    conn.close()
+    paths = replay(tmp_path, [prompt("a second heron")])  # a writer of this version
+    assert [h.kind for h in _search(paths, "heron")] == ["prompt", "prompt"]
+    conn = sqlite3.connect(paths.index_db)
+    try:
+        triggers = {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
+        }
+        assert "search_entry_ai" not in triggers and "search_entry_ad" in triggers
+        assert search_index.count_documents(conn) == 2
+    finally:
+        conn.close()
 
 
 def test_a_search_index_of_another_version_is_built_again(tmp_path: Path) -> None:
