@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,29 +48,61 @@ class Phase:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     rss_mb: list[float] = field(default_factory=list)
+    load: str = ""  # the machine's load average at the end of the phase
 
     def line(self) -> str:
         share = 100 * self.cpu_s / self.wall_s if self.wall_s else 0.0
         last = self.rss_mb[-1] if self.rss_mb else 0.0
         peak = max(self.rss_mb, default=0.0)
+        median = statistics.median(self.rss_mb) if self.rss_mb else 0.0
         return (
             f"  {self.name:<28} {self.wall_s:7.1f} s  CPU {share:6.2f}% of a core  "
-            f"RSS peak {peak:6.1f} MB, at end {last:6.1f} MB"
+            f"RSS peak {peak:6.1f} MB, median {median:6.1f}, at end {last:6.1f} MB  "
+            f"(load {self.load})"
         )
 
 
+def tree(pid: int) -> list[int]:
+    """`pid` and its live descendants: a worker process the daemon starts counts as the daemon."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            continue  # it exited meanwhile
+    return found
+
+
 def cpu_seconds(pid: int) -> float:
-    """utime + stime of `pid` (all its threads), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    """utime + stime of `pid` and its descendants (all threads, reaped children too), in s."""
+    total = 0
+    for member in tree(pid):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # utime, stime, and cutime, cstime: children it waited for (a worker that ended).
+        total += sum(int(f) for f in fields[11:15])
+    return total / TICKS
 
 
 def status_mb(pid: int, key: str) -> float:
     """A `kB` line of /proc/<pid>/status (VmRSS, VmHWM) in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1024
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass  # it exited meanwhile
     return 0.0
+
+
+def tree_mb(pid: int, key: str) -> float:
+    """`key` of /proc/<pid>/status summed over the daemon and its descendants, in MB."""
+    return sum(status_mb(member, key) for member in tree(pid))
 
 
 def sample(pid: int, name: str, until: Callable[[], bool], min_s: float = 0.0) -> Phase:
@@ -78,12 +111,13 @@ def sample(pid: int, name: str, until: Callable[[], bool], min_s: float = 0.0) -
     t0, c0 = time.monotonic(), cpu_seconds(pid)
     while True:
         time.sleep(SAMPLE_S)
-        phase.rss_mb.append(status_mb(pid, "VmRSS"))
+        phase.rss_mb.append(tree_mb(pid, "VmRSS"))
         elapsed = time.monotonic() - t0
         if elapsed >= min_s and until():
             break
     phase.wall_s = time.monotonic() - t0
     phase.cpu_s = cpu_seconds(pid) - c0
+    phase.load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     return phase
 
 
@@ -157,7 +191,7 @@ def main() -> int:
             )
         try:
             phases = run_phases(proc.pid, paths, staging, args)
-            hwm = status_mb(proc.pid, "VmHWM")
+            hwm = tree_mb(proc.pid, "VmHWM")
         finally:
             proc.terminate()
             proc.wait(timeout=60)

@@ -6,17 +6,24 @@ interpreter, in rotating order so that machine noise hits all three alike.
 
     python bench/bench_read_cmds.py                    # 1,000,000 events
     python bench/bench_read_cmds.py --events 200000    # a quicker run
+    python bench/bench_read_cmds.py --dir /tmp/rc1m    # build there and keep it; run again to reuse
+
+The project takes minutes to build at 1,000,000 events: with --dir it is built once and reused
+while it holds the requested number of events (delete the directory afterwards).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,15 +67,44 @@ def prepare(paths: StatePaths, events: int) -> None:
     print(f"prepared {events:,} events in {time.perf_counter() - t:.1f} s", flush=True)
 
 
+def indexed(paths: StatePaths) -> int:
+    """Entries in an existing index (0 if there is none)."""
+    if not paths.index_db.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{paths.index_db}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def project_dir(kept: str | None) -> Iterator[str]:
+    """A temporary directory, or the kept one given with --dir (created if missing)."""
+    if kept is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield tmp
+    else:
+        Path(kept).mkdir(mode=0o700, parents=True, exist_ok=True)
+        yield kept
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="indexed events")
     parser.add_argument("--runs", type=int, default=20, help="timed runs of each command")
+    parser.add_argument("--dir", help="build the project here and keep it (reused when it fits)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with project_dir(args.dir) as tmp:
         paths = StatePaths(Path(tmp) / "state")
-        paths.ensure()
-        prepare(paths, args.events)
+        ready = (paths.context / CACHE_FILE).exists() and indexed(paths) == args.events
+        if ready:
+            print(f"reusing the {args.events:,}-event project in {tmp}", flush=True)
+        else:
+            if paths.root.exists():
+                shutil.rmtree(paths.root)
+            paths.ensure()
+            prepare(paths, args.events)
         assert (paths.context / CACHE_FILE).exists(), "the compaction kept no injection"
         env = {"PATH": os.environ.get("PATH", ""), "HOME": tmp}
         ctxd = ctxd_command()

@@ -25,6 +25,10 @@ from indexer.agentid import (
 from indexer.models import Entry
 
 AGENT_EVENTS = frozenset({"agent_start", "agent_complete", "agent_launched", "agent_failed"})
+# Sessions kept in memory between batches. Their state is in the index (each batch's
+# transaction writes it), so a dropped session is reloaded on its next event; unbounded, a
+# catch-up over a million events (46,000 sessions) grew the daemon by ~30 MB.
+MAX_CACHED_SESSIONS = 256
 _STATUS_BY_EVENT = {
     "agent_start": "running",
     "agent_launched": "running",
@@ -73,6 +77,12 @@ class AgentRegistry:
         self._sessions.clear()
         self._dirty.clear()
         self._new_aliases.clear()
+
+    def shed(self, max_sessions: int = MAX_CACHED_SESSIONS) -> None:
+        """Drop the cached sessions once more than `max_sessions` are held; call it between
+        transactions (with nothing left to flush), when the index has every session's state."""
+        if len(self._sessions) > max_sessions and not self._dirty and not self._new_aliases:
+            self._sessions.clear()
 
     def attribute(self, e: Entry) -> Entry:
         """Return `e` with its canonical `agent_id` (and agent type) filled in."""

@@ -117,6 +117,8 @@ class IndexWriter:
         with store.transaction(self.conn):
             views.catch_up(self.conn, self.views, batch.inserted)
         batch.inserted.clear()
+        # After a committed batch: a long catch-up must not keep every session it met.
+        self.ingestor.registry.shed()
 
 
 def open_writer(paths: StatePaths, config: Config | None = None) -> IndexWriter:

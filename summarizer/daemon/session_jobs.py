@@ -28,6 +28,9 @@ __all__ = [
 log = logging.getLogger("ctxd.sessions")
 WATERMARK_KEY = "sessions.watermark"
 _TRIGGERS = ("pre_compact", "session_end")
+# Entries whose rows are read at a time. After a bulk catch-up the range is a million entries:
+# its todo and trigger rows, read whole, sat beside the tokenizer the resume states load.
+SYNC_WINDOW = 20_000
 
 
 def sync_sessions(
@@ -45,12 +48,13 @@ def sync_sessions(
         return after_id
     todo_sessions: dict[str, None] = {}
     triggers: dict[str, tuple[str, int]] = {}
-    rows = history.todo_and_trigger_events(conn, after_id, top)
-    for session_id, event, entry_id in rows:
-        if event in _TRIGGERS:
-            triggers[str(session_id)] = (str(event), int(entry_id))
-        else:
-            todo_sessions[str(session_id)] = None
+    for low in range(after_id, top, SYNC_WINDOW):
+        high = min(top, low + SYNC_WINDOW)
+        for session_id, event, entry_id in history.todo_and_trigger_events(conn, low, high):
+            if event in _TRIGGERS:
+                triggers[str(session_id)] = (str(event), int(entry_id))
+            else:
+                todo_sessions[str(session_id)] = None
     for sid in todo_sessions:
         try:
             write_todos(paths, sid, session_todos(conn, sid))
