@@ -54,6 +54,9 @@ class Ingestor:
         # Called after every committed batch: the writer writes that batch's views and clears
         # `inserted`, so a pass over a large spool never holds more than one batch of entries.
         self.on_batch: Callable[[IngestStats], None] | None = None
+        # Asked between batches (each commits its offset, I3): a daemon told to stop in the
+        # middle of a long catch-up stops within one batch instead of at the end of the pass.
+        self.should_stop: Callable[[], bool] | None = None
 
     def run_once(self, now: float | None = None) -> IngestStats:
         """Index everything complete in the spool now; return what was done."""
@@ -64,6 +67,8 @@ class Ingestor:
             return total
         known = store.active_files(self.conn)
         for name in names:
+            if self._stopping():
+                break
             total.add(self._ingest_file(name, known.get(name), now or time.time()))
         gone = set(known) - set(names)
         if gone:
@@ -141,11 +146,14 @@ class Ingestor:
                 if self.on_batch is not None and batch.inserted:
                     self.on_batch(batch)
                 stats.add(batch)
-                if done:
+                if done or self._stopping():
                     break
             return stats
         finally:
             os.close(fd)
+
+    def _stopping(self) -> bool:
+        return self.should_stop is not None and self.should_stop()
 
     def _read_batch(
         self, fd: int, state: FileState, size: int, now: float

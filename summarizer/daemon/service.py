@@ -155,6 +155,7 @@ class Daemon:
             if swept:
                 log.info("removed %d stale temp files", swept)
             self.writer = open_writer(self.paths, self.config)
+            self.writer.ingestor.should_stop = self.stopping.is_set
             watcher = SpoolWatcher(str(self.paths.spool), self.wake)
             try:
                 self.writer.start()

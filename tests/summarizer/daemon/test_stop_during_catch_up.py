@@ -1,0 +1,75 @@
+"""A daemon told to stop in the middle of a long catch-up stops within a batch, losing nothing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from helpers import poll
+
+from indexer.config import Config, IngestConfig
+from indexer.hook import build_line
+from indexer.paths import StatePaths
+from indexer.writer import catch_up
+from summarizer.daemon.service import Daemon
+
+SESSION = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"
+LINES = 40
+BATCH = 5
+
+
+def _line(n: int) -> bytes:
+    event = {
+        "session_id": SESSION,
+        "hook_event_name": "UserPromptSubmit",
+        "cwd": "/home/dev/app",
+        "prompt": f"prompt number {n}",
+    }
+    return build_line(json.dumps(event).encode(), 1_600_000_000 + n, 7)
+
+
+def _prompts(paths: StatePaths) -> list[str]:
+    conn = sqlite3.connect(f"file:{paths.index_db}?mode=ro", uri=True)
+    try:
+        return [r[0] for r in conn.execute("SELECT text FROM entries ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def test_a_daemon_told_to_stop_during_a_catch_up_stops_within_a_batch(tmp_path: Path) -> None:
+    paths = StatePaths(tmp_path / "state")
+    paths.ensure()
+    (paths.spool / "20200101T00.jsonl").write_bytes(b"".join(_line(n) for n in range(LINES)))
+    config = Config(ingest=IngestConfig(batch_lines=BATCH))
+    daemon = Daemon(paths, config)
+    batches: list[int] = []
+
+    def on_start(d: Any) -> None:
+        def stop_at_first_batch(stats: Any) -> None:
+            batches.append(stats.lines)
+            d.request_stop()
+
+        d.writer.ingestor.on_batch = _chain(d.writer.ingestor.on_batch, stop_at_first_batch)
+
+    thread = threading.Thread(target=daemon.run, kwargs={"on_start": on_start})
+    thread.start()
+    try:
+        poll(lambda: batches)
+    finally:
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert 0 < len(_prompts(paths)) < LINES  # stopped inside the pass, its batches committed
+    catch_up(paths, config)
+    assert _prompts(paths) == [f"prompt number {n}" for n in range(LINES)]
+
+
+def _chain(first: Any, second: Any) -> Any:
+    def both(stats: Any) -> None:
+        if first is not None:
+            first(stats)
+        second(stats)
+
+    return both
