@@ -131,3 +131,26 @@ def dump_memory(conn: sqlite3.Connection) -> dict[str, Any]:
     }
     out["meta"] = {k: store.get_meta(conn, k) for k in MEMORY_META}
     return out
+
+
+def jobs_beside_a_writer(state_dir: Path, stack: Any) -> tuple[Any, Any]:
+    """A daemon's compaction jobs started beside a writer the test holds (closed by `stack`),
+    with one prompt indexed; the interval is an hour, so only requests start runs."""
+    from indexer.config import Config, SummarizerConfig
+    from indexer.writer import open_writer, writer_lock
+    from summarizer.daemon import jobs
+    from summarizer.daemon.service import Daemon
+
+    paths = StatePaths(state_dir)
+    paths.ensure()
+    spool(paths.root, [prompt("Never use tabs.")])
+    daemon = Daemon(paths, Config(summarizer=SummarizerConfig(interval_s=3600.0)))
+    stack.enter_context(writer_lock(paths))
+    daemon.writer = open_writer(paths, daemon.config)
+    stack.callback(daemon.writer.conn.close)
+    daemon.writer.start()
+    daemon.writer.pass_once()
+    started = jobs.start_jobs(daemon)
+    stack.callback(started.stop)
+    stack.callback(daemon.stopping.set)
+    return daemon, started

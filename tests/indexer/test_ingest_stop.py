@@ -2,36 +2,26 @@
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from pathlib import Path
+
+from helpers import payload, query
 
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
 from indexer.paths import StatePaths
 from indexer.writer import open_writer, writer_lock
 
-SESSION = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"
 LINES = 40
 BATCH = 5
 
 
 def _line(n: int) -> bytes:
-    event = {
-        "session_id": SESSION,
-        "hook_event_name": "UserPromptSubmit",
-        "cwd": "/home/dev/app",
-        "prompt": f"prompt number {n}",
-    }
-    return build_line(json.dumps(event).encode(), 1_600_000_000 + n, 7)
+    event = payload(hook_event_name="UserPromptSubmit", prompt=f"prompt number {n}")
+    return build_line(event, 1_600_000_000 + n, 7)
 
 
 def _prompts(paths: StatePaths) -> list[str]:
-    conn = sqlite3.connect(f"file:{paths.index_db}?mode=ro", uri=True)
-    try:
-        return [r[0] for r in conn.execute("SELECT text FROM entries ORDER BY id")]
-    finally:
-        conn.close()
+    return [r[0] for r in query(paths.root, "SELECT text FROM entries ORDER BY id")]
 
 
 def test_a_pass_told_to_stop_ends_after_its_batch_and_the_next_goes_on(tmp_path: Path) -> None:

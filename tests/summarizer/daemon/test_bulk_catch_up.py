@@ -9,34 +9,22 @@ from typing import Any
 
 import pytest
 from helpers import poll
-from memory_helpers import prompt, spool
+from memory_helpers import jobs_beside_a_writer, prompt, spool
 
 from indexer import store
-from indexer.config import Config, SummarizerConfig
+from indexer.config import Config
 from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
-from indexer.writer import open_writer, writer_lock
 from summarizer.common import tokens
-from summarizer.daemon import jobs, service
+from summarizer.daemon import service
 from summarizer.daemon.service import Daemon
 
 
 def test_a_compaction_requested_during_a_bulk_catch_up_waits_without_the_tokenizer(
     tmp_path: Path,
 ) -> None:
-    paths = StatePaths(tmp_path / "state")
-    paths.ensure()
-    spool(paths.root, [prompt("Never use tabs.")])
-    daemon = Daemon(paths, Config(summarizer=SummarizerConfig(interval_s=3600.0)))
     with ExitStack() as stack:
-        stack.enter_context(writer_lock(paths))
-        daemon.writer = open_writer(paths, daemon.config)
-        stack.callback(daemon.writer.conn.close)
-        daemon.writer.start()
-        daemon.writer.pass_once()
-        j = jobs.start_jobs(daemon)
-        stack.callback(j.stop)
-        stack.callback(daemon.stopping.set)
+        daemon, j = jobs_beside_a_writer(tmp_path / "state", stack)
         poll(lambda: j.runs == 1 and not j._running)  # the startup run loaded the tokenizer
         assert tokens._COUNTERS
 

@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 from helpers import poll
-from memory_helpers import prompt, spool
+from memory_helpers import jobs_beside_a_writer
 
-from indexer.config import Config, SummarizerConfig
-from indexer.paths import StatePaths
-from indexer.writer import open_writer, writer_lock
 from summarizer.daemon import jobs
-from summarizer.daemon.service import Daemon
 
 
 def test_a_request_in_the_window_after_a_run_is_not_lost(
@@ -33,19 +29,8 @@ def test_a_request_in_the_window_after_a_run_is_not_lost(
             poll(lambda: self.events["max_instances"] >= 1)
 
     monkeypatch.setattr(jobs.CompactionJobs, "_job", job_then_request)
-    paths = StatePaths(tmp_path / "state")
-    paths.ensure()
-    spool(paths.root, [prompt("Never use tabs.")])
-    daemon = Daemon(paths, Config(summarizer=SummarizerConfig(interval_s=3600.0)))
     with ExitStack() as stack:
-        stack.enter_context(writer_lock(paths))
-        daemon.writer = open_writer(paths, daemon.config)
-        stack.callback(daemon.writer.conn.close)
-        daemon.writer.start()
-        daemon.writer.pass_once()
-        j = jobs.start_jobs(daemon)
-        stack.callback(j.stop)
-        stack.callback(daemon.stopping.set)
+        _, j = jobs_beside_a_writer(tmp_path / "state", stack)
         # The startup run, then the request refused while it was still counted, then that
         # request's own run (the interval is an hour: only the retry can start it).
         poll(lambda: j.runs + j.skipped >= 2 and not j._running)

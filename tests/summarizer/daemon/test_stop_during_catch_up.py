@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
-from helpers import poll
+from helpers import payload, poll, query
 
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
@@ -16,27 +14,17 @@ from indexer.paths import StatePaths
 from indexer.writer import catch_up
 from summarizer.daemon.service import Daemon
 
-SESSION = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"
 LINES = 40
 BATCH = 5
 
 
 def _line(n: int) -> bytes:
-    event = {
-        "session_id": SESSION,
-        "hook_event_name": "UserPromptSubmit",
-        "cwd": "/home/dev/app",
-        "prompt": f"prompt number {n}",
-    }
-    return build_line(json.dumps(event).encode(), 1_600_000_000 + n, 7)
+    event = payload(hook_event_name="UserPromptSubmit", prompt=f"prompt number {n}")
+    return build_line(event, 1_600_000_000 + n, 7)
 
 
 def _prompts(paths: StatePaths) -> list[str]:
-    conn = sqlite3.connect(f"file:{paths.index_db}?mode=ro", uri=True)
-    try:
-        return [r[0] for r in conn.execute("SELECT text FROM entries ORDER BY id")]
-    finally:
-        conn.close()
+    return [r[0] for r in query(paths.root, "SELECT text FROM entries ORDER BY id")]
 
 
 def test_a_daemon_told_to_stop_during_a_catch_up_stops_within_a_batch(tmp_path: Path) -> None:
