@@ -173,3 +173,24 @@ def query(state_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
+
+
+def import_transcripts(state_dir: Path, files: list[Path]) -> Any:
+    """Import transcript files into a state directory's index as `ctxd import` does, holding
+    the writer lock; return the summed ImportStats."""
+    from indexer.paths import StatePaths
+    from indexer.transcript_import import ImportStats, TranscriptImporter
+    from indexer.writer import open_writer, writer_lock
+
+    paths = StatePaths(state_dir)
+    with writer_lock(paths):
+        writer = open_writer(paths)
+        try:
+            writer.start()
+            importer = TranscriptImporter(writer)
+            total = ImportStats()
+            for f in files:
+                total.add(importer.import_file(f))
+            return total
+        finally:
+            writer.close()

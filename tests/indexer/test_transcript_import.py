@@ -10,12 +10,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS
+from helpers import CORPUS, import_transcripts
 
 from indexer.paths import StatePaths
-from indexer.transcript_import import ImportStats, TranscriptImporter
+from indexer.transcript_import import ImportStats
 from indexer.transcript_paths import project_folder_name
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.writer import catch_up
 
 TRANSCRIPTS = CORPUS / "transcripts"
 CHICKEN = "6e6cddcb-4e40-4782-ab78-81a62ee507e6"
@@ -41,18 +41,8 @@ def _corpus_files() -> list[Path]:
 
 
 def _import(state: Path, files: list[Path]) -> ImportStats:
-    paths = StatePaths(state)
-    with writer_lock(paths):
-        writer = open_writer(paths)
-        try:
-            writer.start()
-            importer = TranscriptImporter(writer)
-            total = ImportStats()
-            for f in files:
-                total.add(importer.import_file(f))
-            return total
-        finally:
-            writer.close()
+    stats: ImportStats = import_transcripts(state, files)
+    return stats
 
 
 def _db(state: Path) -> sqlite3.Connection:

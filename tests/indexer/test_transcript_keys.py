@@ -9,10 +9,10 @@ import sqlite3
 import time
 from pathlib import Path
 
-from indexer.paths import StatePaths
-from indexer.transcript_import import ImportStats, TranscriptImporter
+from helpers import import_transcripts
+
+from indexer.transcript_import import ImportStats
 from indexer.transcript_records import Converter
-from indexer.writer import open_writer, writer_lock
 
 STAMP = "2026-03-01T10:00:00.123Z"
 CALLS_UUID = "00000000-0000-4000-8000-0000000000a1"
@@ -58,18 +58,8 @@ def _write(path: Path, records: list[dict[str, object]]) -> Path:
 
 
 def _import(state: Path, files: list[Path]) -> ImportStats:
-    paths = StatePaths(state)
-    with writer_lock(paths):
-        writer = open_writer(paths)
-        try:
-            writer.start()
-            importer = TranscriptImporter(writer)
-            total = ImportStats()
-            for f in files:
-                total.add(importer.import_file(f))
-            return total
-        finally:
-            writer.close()
+    stats: ImportStats = import_transcripts(state, files)
+    return stats
 
 
 def _prompts(state: Path) -> list[tuple[str, str]]:
