@@ -168,3 +168,27 @@ def test_a_segment_that_vanished_unretired_is_reported_with_its_offset(
         f"spool segment {SEALED} disappeared before it was retired (indexed up to offset"
         f" {size}); any events written after that offset are lost"
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "kept"),
+    [
+        # Nothing to redact: the raw bytes, escapes as written.
+        (b'{"a":"say \\"hi\\"\\n"} tail', b'{"a":"say \\"hi\\"\\n"} tail'),
+        # Bytes that are not UTF-8 are kept as they were: they may be the diagnosis.
+        (b"bad \xff\xfe bytes", b"bad \xff\xfe bytes"),
+        # A key found once the escapes are decoded; the lone surrogate an escape gives is
+        # kept in its UTF-8 form (surrogatepass) rather than failing the quarantine.
+        (
+            b'{"k":"key=\\"AKIAZ7QWERTY4UIOP2XC\\" \\ud800"}',
+            b'{"k":"key="[REDACTED:aws-access-key]" \xed\xa0\x80"}',
+        ),
+    ],
+    ids=["escapes-kept", "invalid-utf8-kept", "redacted-with-a-lone-surrogate"],
+)
+def test_the_quarantine_keeps_a_bad_line_s_start_redacted(line: bytes, kept: bytes) -> None:
+    assert ingest.quarantine_raw(line) == kept
+
+
+def test_the_quarantine_keeps_4096_characters_of_a_long_line() -> None:
+    assert ingest.quarantine_raw("é".encode() * 70_000) == "é".encode() * 4096

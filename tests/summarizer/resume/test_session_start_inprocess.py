@@ -20,6 +20,7 @@ from helpers import payload
 from indexer.hook import build_line
 from indexer.paths import StatePaths
 from indexer.writer import writer_lock
+from summarizer.resume import spawn
 from summarizer.resume.handback import REPEATED_COMPACT
 from summarizer.resume.hook import (
     claim_context,
@@ -171,6 +172,7 @@ def test_compact_hands_the_prebuilt_notes_back_once_and_logs_why(tmp_path: Path)
     assert record["reason"] == "the conversation was just compacted: the notes go back once (prebuilt)"
     assert record["notes_of"] == SID and record["transcript"] == TRANSCRIPT
     assert oct((folder / "starts.jsonl").stat().st_mode & 0o777) == "0o600"
+    assert not (state / "autostart.lock").exists()  # autostart is off unless configured
     # The same compaction again (no event since): nothing, and why.
     assert session_start_output(_event("compact"), str(state)) == ""
     last = _log(state)[-1]
@@ -452,3 +454,17 @@ def test_the_claim_consumes_a_context_exactly_once(tmp_path: Path) -> None:
     assert claim_context(str(medium), must_be_session_end=True) == ""
     assert (medium / "context.md").exists()
     assert claim_context(str(medium)) == NOTES
+
+
+def test_autostart_starts_the_daemon_even_when_nothing_is_handed_back(tmp_path: Path) -> None:
+    state = _state(tmp_path, NO_BUILD + "[daemon]\nautostart = true\n")
+    before = len(spawn._SPAWNED)
+    try:
+        assert session_start_output(_event("startup"), str(state)) == ""
+        started = spawn._SPAWNED[before:]
+        assert [p.args[-2:] for p in started] == [["--state-dir", str(state)]]
+        assert (state / "autostart.lock").exists()
+    finally:
+        for proc in spawn._SPAWNED[before:]:
+            proc.terminate()
+            proc.wait(timeout=60)
