@@ -7,22 +7,25 @@ checks the counts of the pass, the quarantine rows and the line numbers after th
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from indexer import ingest, store
+from indexer import ingest, ingest_lines, store
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
 from indexer.ingest import Ingestor
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.transcript_import import TranscriptImporter
+from indexer.writer import catch_up, open_writer, writer_lock
 
 SEALED = "20200101T00.jsonl"  # an hour long past: no hook appends to it any more
 SESSION = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"
@@ -192,3 +195,97 @@ def test_the_quarantine_keeps_a_bad_line_s_start_redacted(line: bytes, kept: byt
 
 def test_the_quarantine_keeps_4096_characters_of_a_long_line() -> None:
     assert ingest.quarantine_raw("é".encode() * 70_000) == "é".encode() * 4096
+
+
+def test_a_symlink_in_the_spool_is_never_followed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    paths = _state(tmp_path)
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(_line(1))
+    link = paths.spool / SEALED
+    os.symlink(outside, link)
+    with caplog.at_level(logging.WARNING, logger="ctxd.ingest"):
+        stats = catch_up(paths, Config()).stats
+    assert (stats.lines, stats.entries) == (0, 0)
+    assert _rows(paths, "SELECT count(*) FROM entries") == [(0,)]
+    loop = f"[Errno {errno.ELOOP}] {os.strerror(errno.ELOOP)}: {str(link)!r}"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot open spool segment {link}: {loop}"
+    ]
+
+
+def test_a_segment_cut_shorter_is_reported_and_read_again_from_its_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    paths = _state(tmp_path)
+    segment = paths.spool / SEALED
+    segment.write_bytes(_line(1) + _line(2))
+    indexed = segment.stat().st_size
+    assert catch_up(paths, Config()).stats.entries == 2
+    segment.write_bytes(_line(3))  # truncated and rewritten in place
+    with caplog.at_level(logging.WARNING, logger="ctxd.ingest"):
+        stats = catch_up(paths, Config()).stats
+    assert (stats.anomalies, stats.entries) == (1, 1)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"spool segment {SEALED} was truncated (offset {indexed}, size {len(_line(3))});"
+        " re-reading it from 0, duplicates are absorbed by the event ids"
+    ]
+    assert _rows(paths, "SELECT text FROM entries ORDER BY id") == [("p1",), ("p2",), ("p3",)]
+
+
+def test_a_batch_built_outside_the_spool_is_stored_with_its_quarantined_lines(
+    tmp_path: Path,
+) -> None:
+    paths = _state(tmp_path)
+    conn = store.connect(paths.index_db)
+    try:
+        with store.transaction(conn):
+            state = store.new_file(conn, "import-1.jsonl", 1, 2, "new", 3)
+        batch = ingest_lines.Batch(state)
+        batch.quarantine(100, 7, "not a transcript record", b"{oops")
+        with store.transaction(conn):
+            Ingestor(paths, Config(), conn).store_batch(batch)
+    finally:
+        conn.close()
+    assert batch.stats.quarantined == 1
+    assert _rows(paths, "SELECT name, offset, line_no, error, raw FROM quarantine") == [
+        ("import-1.jsonl", 100, 7, "not a transcript record", b"{oops")
+    ]
+
+
+def test_events_an_imported_transcript_holds_already_count_as_duplicates(tmp_path: Path) -> None:
+    session = "f32d2764-18ca-4c36-8058-6f26e915740b"
+    base = {"sessionId": session, "cwd": "/p", "isSidechain": False, "userType": "external"}
+    stamp = "2026-04-02T12:04:50.623Z"
+    transcript = tmp_path / "t.jsonl"
+    records = [
+        {**base, "type": "system", "subtype": "compact_boundary", "uuid": "cb0",
+         "timestamp": stamp, "compactMetadata": {"trigger": "manual", "preTokens": 150000}},
+        {**base, "type": "user", "uuid": "cs0", "isCompactSummary": True, "timestamp": stamp,
+         "message": {"role": "user", "content": "This session is being continued"}},
+    ]
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    paths = _state(tmp_path)
+    with writer_lock(paths):
+        writer = open_writer(paths)
+        try:
+            writer.start()
+            TranscriptImporter(writer).import_file(transcript)
+        finally:
+            writer.close()
+    # The same compaction's hooks (PreCompact a minute before the boundary), and a prompt.
+    boundary = int(datetime.fromisoformat(stamp).timestamp() * 1000) * 1_000_000
+    hooks = [
+        ("PreCompact", boundary - 60 * 10**9, {"trigger": "manual"}),
+        ("PostCompact", boundary + 20 * 10**6, {"trigger": "manual", "compact_summary": "s"}),
+        ("UserPromptSubmit", boundary + 10**9, {"prompt": "next"}),
+    ]
+    lines = [
+        build_line(json.dumps({"session_id": session, "cwd": "/p", "hook_event_name": event,
+                               **extra}).encode(), ts, 7000 + n)
+        for n, (event, ts, extra) in enumerate(hooks)
+    ]
+    (paths.spool / "20260402T12.jsonl").write_bytes(b"".join(lines))
+    stats = catch_up(paths, Config()).stats
+    assert (stats.lines, stats.entries, stats.duplicates) == (3, 1, 2)
