@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sqlite3
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,32 @@ def test_a_segment_that_vanished_unretired_is_reported_with_its_offset(
         f"spool segment {SEALED} disappeared before it was retired (indexed up to offset"
         f" {size}); any events written after that offset are lost"
     ]
+    assert _rows(paths, "SELECT value FROM meta WHERE key = 'anomaly.missing'") == [("1",)]
+
+
+def test_one_pass_counts_every_anomaly_and_records_when_it_ran(tmp_path: Path) -> None:
+    paths = _state(tmp_path)
+    other = "20200101T01.jsonl"
+    (paths.spool / SEALED).write_bytes(_line(1) + _line(2))
+    (paths.spool / other).write_bytes(_line(3))
+    assert catch_up(paths, Config()).stats.entries == 3
+    os.unlink(paths.spool / other)  # gone, unretired
+    (paths.spool / SEALED).write_bytes(_line(4))  # cut shorter
+    before = time.time_ns()
+    stats = catch_up(paths, Config()).stats
+    after = time.time_ns()
+    assert (stats.anomalies, stats.entries) == (2, 1)
+    [(stamp,)] = _rows(paths, "SELECT value FROM meta WHERE key = 'last_ingest_ns'")
+    assert before <= int(stamp) <= after
+
+
+def test_a_pass_with_lines_and_no_vanished_segment_records_when_it_ran(tmp_path: Path) -> None:
+    paths = _state(tmp_path)
+    before = time.time_ns()
+    (paths.spool / SEALED).write_bytes(_line(1))
+    assert catch_up(paths, Config()).stats.lines == 1
+    [(stamp,)] = _rows(paths, "SELECT value FROM meta WHERE key = 'last_ingest_ns'")
+    assert before <= int(stamp)
 
 
 @pytest.mark.parametrize(
