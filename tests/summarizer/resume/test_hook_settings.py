@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from summarizer.resume.hook_config import _fast, parse_settings
 from summarizer.resume.hook_output import cap, hook_output, utf16_len
 from summarizer.resume.hook_settings import HookSettings, read_settings
 
@@ -117,10 +118,20 @@ def test_the_output_is_one_json_line_claude_code_reads() -> None:
     assert json.loads(out)["hookSpecificOutput"]["additionalContext"] == 'say "hi"\n\tdone \U0001f600'
 
 
+def test_text_that_is_not_valid_unicode_still_gives_valid_json() -> None:
+    out = hook_output("a\ud800b")  # a lone surrogate (from a JSON escape in some record)
+    assert out == (
+        '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"a?b"}}\n'
+    )
+
+
 def test_cap_keeps_text_within_its_limit_untouched() -> None:
     assert cap("a" * 100, 100) == "a" * 100
     assert cap("\U0001f600" * 50, 100) == "\U0001f600" * 50  # 100 UTF-16 units exactly
     assert utf16_len("\U0001f600" * 50) == 100
+    assert isinstance(utf16_len("ab"), int)
+    text = "a" * 60 + "\n" + "b" * 30  # over half the limit, within it: not cut at its line end
+    assert cap(text, 100) == text
 
 
 def test_cap_counts_astral_characters_twice_and_cuts_at_a_line_end() -> None:
@@ -131,3 +142,24 @@ def test_cap_counts_astral_characters_twice_and_cuts_at_a_line_end() -> None:
     assert cap(text, 100) == text[:100]  # a line end before the half: cut mid-line
     text = "a" * 50 + "\n" + "b" * 80
     assert cap(text, 100) == text[:100]  # at the half exactly: still mid-line
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['["compact]', "[compact]", "[XcompactX]", "[\"compact']"],
+    ids=["unclosed", "unquoted", "x-quoted", "mixed-quotes"],
+)
+def test_a_string_the_fast_reader_cannot_read_goes_to_tomllib_which_refuses_it(
+    value: str,
+) -> None:
+    with pytest.raises(ValueError):
+        parse_settings(f"[resume]\ninject_on = {value}\n")
+
+
+def test_escapes_are_left_to_tomllib_and_empty_strings_read_fast() -> None:
+    assert _fast('[resume]\ninject_on = ["a\\tb"]\n') is None
+    assert parse_settings('[resume]\ninject_on = ["a\\tb"]\n')["resume"] == {"inject_on": ["a\tb"]}
+    assert _fast('[resume]\ninject_on = ["", \'x\']\n') == {
+        "resume": {"inject_on": ["", "x"]},
+        "daemon": {},
+    }

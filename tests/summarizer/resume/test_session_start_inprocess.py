@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from indexer.hook import build_line
 from indexer.paths import StatePaths
 from indexer.writer import writer_lock
 from summarizer.resume import spawn
+from summarizer.resume.files import lock_folder
 from summarizer.resume.handback import REPEATED_COMPACT
 from summarizer.resume.hook import (
     claim_context,
@@ -178,6 +181,9 @@ def test_compact_hands_the_prebuilt_notes_back_once_and_logs_why(tmp_path: Path)
     last = _log(state)[-1]
     assert (last["reason"], last["injected"], last["chars"]) == (REPEATED_COMPACT, False, 0)
     assert "notes_of" not in last
+    # And again: the repeat logged in between does not make it a new compaction.
+    assert session_start_output(_event("compact"), str(state)) == ""
+    assert _log(state)[-1]["reason"] == REPEATED_COMPACT
 
 
 def test_a_new_event_after_a_compaction_makes_the_next_one_hand_back_again(
@@ -448,7 +454,7 @@ def test_the_claim_consumes_a_context_exactly_once(tmp_path: Path) -> None:
     state = _state(tmp_path)
     folder = _prebuilt(state, trigger="session_end", covers_ns=50)
     assert claim_context(str(folder), newer_than_ns=51) is None
-    assert claim_context(str(folder), newer_than_ns=50) == NOTES
+    assert claim_context(str(folder), newer_than_ns=50, must_be_session_end=True) == NOTES
     assert claim_context(str(folder)) == ""  # consumed already
     medium = _prebuilt(state, session_id=OTHER, confidence="medium")
     assert claim_context(str(medium), must_be_session_end=True) == ""
@@ -468,3 +474,82 @@ def test_autostart_starts_the_daemon_even_when_nothing_is_handed_back(tmp_path: 
         for proc in spawn._SPAWNED[before:]:
             proc.terminate()
             proc.wait(timeout=60)
+
+
+def test_the_claim_never_takes_a_folder_lock_that_is_a_symlink(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    folder = _prebuilt(state)
+    os.symlink(tmp_path / "elsewhere.lock", folder / "state.lock")
+    assert claim_context(str(folder)) == ""
+    assert (folder / "context.md").exists()
+    assert not (tmp_path / "elsewhere.lock").exists()
+
+
+def test_a_compaction_after_a_resume_that_handed_notes_back_hands_them_back_too(
+    tmp_path: Path,
+) -> None:
+    state = _state(tmp_path)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"type":"system","subtype":"compact_boundary"}\n')
+    _prebuilt(state)
+    resumed = _event("resume", transcript_path=str(transcript))
+    assert _context(session_start_output(resumed, str(state))) == NOTES
+    # No event since, but the last hand-back was a resume's, not this compaction's.
+    assert _context(session_start_output(_event("compact"), str(state))) == NOTES
+
+
+def _frames(thread: threading.Thread) -> list[str]:
+    frame = sys._current_frames().get(thread.ident or 0)
+    names = []
+    while frame is not None:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return names
+
+
+def test_notes_a_daemon_writes_while_the_hook_waits_are_taken(tmp_path: Path) -> None:
+    state = _state(tmp_path, "[resume]\nprebuild = false\nbuild_timeout_s = 20.0\n")
+    now = time.time_ns()
+    _prompt(state, "fix the CSV export", now)
+    folder = _prebuilt(state, "older notes\n", covers_ns=now - 1)  # stale: the daemon is at it
+    out: list[str] = []
+    with writer_lock(StatePaths(state)):
+        hook = threading.Thread(
+            target=lambda: out.append(session_start_output(_event("compact"), str(state))),
+            daemon=True,
+        )
+        hook.start()
+        # Write the fresh notes once the hook is waiting for them (or has given up).
+        for _ in range(20_000):
+            if not hook.is_alive() or "_wait_for_prebuilt" in _frames(hook):
+                break
+            time.sleep(0.001)
+        lock = lock_folder(str(folder))  # as the writer does: the hook reads a whole pair
+        try:
+            _prebuilt(state, covers_ns=now)
+        finally:
+            os.close(lock)
+        hook.join(timeout=60)
+    assert len(out) == 1 and _context(out[0]) == NOTES
+    assert _log(state)[-1]["reason"].endswith("(prebuilt, waited for the builder)")
+    assert not (folder / "context.md").exists()  # consumed
+    assert not (state / "index.db").exists()  # no build beside the daemon
+
+
+def test_after_clear_without_prebuilt_notes_the_ended_session_is_built(tmp_path: Path) -> None:
+    state = _state(tmp_path, BUILD)
+    now = time.time_ns()
+    _prompt(state, "add the login page", now - 10**9, session_id=OTHER)
+    _spool(state, now, OTHER, hook_event_name="SessionEnd", reason="clear")
+    context = _context(session_start_output(_event("clear"), str(state)))
+    assert "add the login page" in context
+    record = _log(state)[-1]
+    assert record["notes_of"] == OTHER and record["reason"].endswith("(built now)")
+
+
+def test_a_build_that_fails_falls_back_to_the_spool_tail(tmp_path: Path) -> None:
+    state = _state(tmp_path, BUILD)
+    _prompt(state, "fix the CSV export", time.time_ns())
+    (state / "index.db").write_bytes(b"this is not an SQLite database" * 100)
+    context = _context(session_start_output(_event("compact"), str(state)))
+    assert "Most recent user request: fix the CSV export" in context
