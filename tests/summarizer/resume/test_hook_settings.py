@@ -163,3 +163,41 @@ def test_escapes_are_left_to_tomllib_and_empty_strings_read_fast() -> None:
         "resume": {"inject_on": ["", "x"]},
         "daemon": {},
     }
+
+
+def _only(**resume: object) -> dict[str, dict[str, object]]:
+    return {"resume": dict(resume), "daemon": {}}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[resume]\ninject_on = [\n  "compact",\n  "clear",\n]\n', _only(inject_on=["compact", "clear"])),
+        ("[resume]\nbuild_timeout_s = 2e0\nmax_chars = 5E3\nsubagent_max_tokens = 1_500\n",
+         _only(build_timeout_s=2.0, max_chars=5000.0, subagent_max_tokens=1500)),
+        ('[resume]\ninject_on = ["a#b", \'c\'] # a "comment"\n', _only(inject_on=["a#b", "c"])),
+        ('[resume]\ninject_on = "compact"\n', _only(inject_on="compact")),
+        ('[resume]\ninject_on = ["a=b"]\n', _only(inject_on=["a=b"])),
+        ("[daemon]\nautostart = true # on\n[resume]\nprebuild = false\n",
+         {"resume": {"prebuild": False}, "daemon": {"autostart": True}}),
+        ('[other]\nnote = "x"\n[resume]\nprebuild = true\n', _only(prebuild=True)),
+        # What it leaves to tomllib:
+        ('title = """x"""\n', None),
+        ("title = '''x'''\n", None),
+        ("[[resume]]\nprebuild = true\n", None),
+        ("resume.prebuild = true\n", None),
+        ("[other]\nlist = [\n  1,\n  2]\n[resume]\nprebuild = false\n", None),
+        ("[other]\nt = {\n  a = 1 }\n", None),
+        ('[resume]\ninject_on = [\n  "compact",\n', None),
+        ("[resume]\nmax_chars = 5]\n", None),
+        ('[resume]\ninject_on = ["a", 3]\n', None),
+    ],
+    ids=["multi-line-array", "numbers", "comment-after-hash-in-string", "plain-string",
+         "equals-in-a-value", "two-tables", "other-table", "basic-multi-line",
+         "literal-multi-line", "array-of-tables", "dotted-key", "other-multi-line-array",
+         "other-multi-line-table", "unclosed-array", "stray-bracket", "non-string-item"],
+)
+def test_the_fast_reader_reads_flat_config_and_leaves_the_rest_to_tomllib(
+    text: str, expected: object
+) -> None:
+    assert _fast(text) == expected

@@ -146,7 +146,7 @@ def test_what_is_not_a_valid_session_start_gets_no_output_and_no_folder(
 
 def test_ids_of_128_characters_and_inner_punctuation_are_valid(tmp_path: Path) -> None:
     state = _state(tmp_path)
-    for session_id in ("a" * 128, "a.b_c-d"):
+    for session_id in ("a" * 128, "a.b_c-d", "a", "X1"):
         _prebuilt(state, session_id=session_id)
         assert _context(session_start_output(_event(session_id=session_id), str(state))) == NOTES
 
@@ -353,12 +353,14 @@ def test_startup_hands_back_the_project_memory_capped(tmp_path: Path) -> None:
     context = _context(session_start_output(_event(None), str(state)))  # no source: startup
     assert 2000 < len(context) <= 4000 and memory.startswith(context)
     assert _log(state)[-1]["source"] == "startup"
+    assert "notes_of" not in _log(state)[-1]  # project memory, no session's notes
 
 
 def test_startup_with_nothing_open_or_memory_off_hands_back_nothing(tmp_path: Path) -> None:
     state = _state(tmp_path)
     assert session_start_output(_event("startup"), str(state)) == ""
     assert _log(state)[-1]["reason"].endswith("; nothing is open in this project")
+    assert "notes_of" not in _log(state)[-1]
     (state / "context" / "startup.md").write_text("- open task\n")
     (state / "config.toml").write_text("[resume]\ninject_on_startup = false\n")
     assert session_start_output(_event("startup"), str(state)) == ""
@@ -553,3 +555,65 @@ def test_a_build_that_fails_falls_back_to_the_spool_tail(tmp_path: Path) -> None
     (state / "index.db").write_bytes(b"this is not an SQLite database" * 100)
     context = _context(session_start_output(_event("compact"), str(state)))
     assert "Most recent user request: fix the CSV export" in context
+
+
+def test_notes_that_are_only_whitespace_are_not_handed_back(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    _prebuilt(state, "\n  \n")
+    event = _event("compact", transcript_path=5)  # not a path: not logged
+    assert session_start_output(event, str(state)) == ""
+    record = _log(state)[-1]
+    assert (record["injected"], record["chars"]) == (False, 0)
+    assert "transcript" not in record
+
+
+def test_resume_with_no_transcript_and_no_log_hands_back_nothing(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    _prebuilt(state)
+    (state / "resume" / SID / "starts.jsonl").unlink(missing_ok=True)
+    event = _event("resume", transcript_path=str(tmp_path / "gone.jsonl"))
+    assert session_start_output(event, str(state)) == ""
+    assert _log(state)[-1]["reason"] == (
+        "the conversation's transcript cannot be read and ctxd has no log of it"
+    )
+
+
+def test_after_clear_stale_notes_of_the_ended_session_are_not_handed_over(
+    tmp_path: Path,
+) -> None:
+    state = _state(tmp_path)
+    now = time.time_ns()
+    _prompt(state, "one more thing", now, session_id=OTHER)  # after its notes were written
+    _prebuilt(state, session_id=OTHER, trigger="session_end", covers_ns=now - 1)
+    _latest(state, OTHER, time.time_ns())
+    assert session_start_output(_event("clear"), str(state)) == ""
+    assert (state / "resume" / OTHER / "context.md").exists()
+
+
+def test_a_preview_of_a_clear_or_a_build_consumes_nothing(tmp_path: Path) -> None:
+    state = _state(tmp_path, BUILD)
+    _prebuilt(state, session_id=OTHER, trigger="session_end")
+    _latest(state, OTHER, time.time_ns())
+    settings = read_settings(str(state))
+    event = json.loads(_event("clear"))
+    text, why, origin = plan_session_start(str(state), event, settings, consume=False)
+    assert (text, origin) == (NOTES, OTHER)
+    assert (state / "resume" / OTHER / "context.md").exists()
+    _prompt(state, "migrate the billing tables", time.time_ns())
+    event = json.loads(_event("compact"))
+    text, why, origin = plan_session_start(str(state), event, settings, consume=False)
+    assert "migrate the billing tables" in text and why.endswith("(built now)")
+    assert (state / "resume" / SID / "context.md").exists()
+
+
+def test_a_preview_s_own_build_timeout_overrides_the_config(tmp_path: Path) -> None:
+    state = _state(tmp_path, BUILD)
+    _prompt(state, "migrate the billing tables", time.time_ns())
+    settings = read_settings(str(state))
+    event = json.loads(_event("compact"))
+    text, why, _ = plan_session_start(
+        str(state), event, settings, consume=False, build_timeout_s=0.05
+    )
+    assert "migrate the billing tables" in text
+    assert why.endswith("(from the spool's tail: the full notes were not ready)")
+    assert not (state / "index.db").exists()  # too little time to build at all
