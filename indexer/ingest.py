@@ -210,10 +210,9 @@ class Ingestor:
     def _skip_to(
         self, fd: int, state: FileState, end: int, chunk: bytes, error: str, stats: IngestStats
     ) -> FileState:
+        start = state.offset  # the log names where the skipped line starts, not where it ends
         with store.transaction(self.conn):
-            _quarantine(
-                self.conn, state, state.offset, state.line_no + 1, error, chunk, time.time_ns()
-            )
+            _quarantine(self.conn, state, start, state.line_no + 1, error, chunk, time.time_ns())
             state = FileState(
                 state.file_id,
                 state.name,
@@ -228,7 +227,7 @@ class Ingestor:
             store.save_file(self.conn, state)
         stats.quarantined += 1
         stats.lines += 1
-        log.warning("quarantined %s at offset %d: %s", state.name, state.offset, error)
+        log.warning("quarantined %s at offset %d: %s", state.name, start, error)
         return state
 
     def _is_sealed(self, name: str, now: float) -> bool:

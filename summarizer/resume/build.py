@@ -15,7 +15,7 @@ from summarizer.resume import writer as resume
 from summarizer.resume.files import CLEAR_HANDOFF_S
 from summarizer.resume.todos import session_todos, write_todos
 
-__all__ = ["build_for_session_start", "target_session"]
+__all__ = ["build_for_session_start", "daemon_wait_s", "target_session"]
 
 
 def build_for_session_start(state_dir: str, session_id: str, source: str, deadline: float) -> str:
@@ -27,8 +27,7 @@ def build_for_session_start(state_dir: str, session_id: str, source: str, deadli
     """
     paths = StatePaths(Path(state_dir))
     config = load_config(paths.config)
-    wait_s = max(0.1, (deadline - time.monotonic()) * 0.6)
-    catch_up(paths, config, wait_s=wait_s)
+    catch_up(paths, config, wait_s=daemon_wait_s(deadline, time.monotonic()))
     if not paths.index_db.exists():
         return ""
     conn = history.connect(paths.index_db, readonly=True)
@@ -43,6 +42,12 @@ def build_for_session_start(state_dir: str, session_id: str, source: str, deadli
     finally:
         conn.close()
     return os.path.join(state_dir, "resume", target)
+
+
+def daemon_wait_s(deadline: float, now: float) -> float:
+    """How long to wait for a running daemon's catch-up: 60 % of the time left before
+    `deadline` (the rest reads the index and writes the state), and never under 0.1 s."""
+    return max(0.1, (deadline - now) * 0.6)
 
 
 def target_session(conn: sqlite3.Connection, session_id: str, source: str) -> str:
