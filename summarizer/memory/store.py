@@ -14,7 +14,7 @@ from typing import Any
 from indexer import history
 from indexer.config import Config, SummarizerConfig
 from summarizer.common.models import Constraint, Decision, Failure, Feature, Memory
-from summarizer.memory.extract import observe
+from summarizer.memory.extract import Observation, observe
 from summarizer.memory.merge import MemoryFold
 from summarizer.memory.rank import rank_config, rank_key, score, source_weight
 from summarizer.memory.tables import SCHEMA, TABLES, ConstraintRow, DecisionRow, FailureRow, columns
@@ -112,17 +112,26 @@ def compact(
             if max_entries is None
             else min(batch_entries, max_entries - stats.entries)
         )
+        # Reading and extracting (most of a batch's time) happen outside the lock, on this
+        # connection's own snapshot; only the fold, which writes, holds it.
+        start = watermark(conn)
+        batch = history.entries_after(conn, start, limit)
+        if not batch:
+            break
+        observed = _observe(batch)
         with lock if lock is not None else contextlib.nullcontext(), history.transaction(conn):
-            batch = history.entries_after(conn, watermark(conn), limit)
-            if not batch:
-                break
+            if watermark(conn) != start or history.entry_span(conn, start, batch[-1].id) != (
+                len(batch),
+                batch[-1].id,
+            ):  # entries deleted meanwhile (retention): the batch is read again, in the lock
+                batch = history.entries_after(conn, watermark(conn), limit)
+                if not batch:
+                    break
+                observed = _observe(batch)
             fold = MemoryFold(conn, cfg)
-            for stored in batch:
+            for stored, observations in zip(batch, observed, strict=True):
                 fold.note_entry(stored.entry.session_id, stored.entry.hook_event)
-                try:
-                    observations = observe(stored.id, stored.entry)
-                except Exception:  # one odd entry must not stop the memory for good
-                    log.exception("cannot extract from entry %d; skipped", stored.id)
+                if observations is None:
                     stats.skipped += 1
                     continue
                 for o in observations:
@@ -135,6 +144,18 @@ def compact(
         stats.watermark = batch[-1].id
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def _observe(batch: list[history.StoredEntry]) -> list[list[Observation] | None]:
+    """Each entry's observations; None for an entry the extraction fails on (it is skipped)."""
+    observed: list[list[Observation] | None] = []
+    for stored in batch:
+        try:
+            observed.append(observe(stored.id, stored.entry))
+        except Exception:  # one odd entry must not stop the memory for good
+            log.exception("cannot extract from entry %d; skipped", stored.id)
+            observed.append(None)
+    return observed
 
 
 # --- reading -------------------------------------------------------------------------------
