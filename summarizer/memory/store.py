@@ -96,9 +96,10 @@ def compact(
 ) -> CompactStats:
     """Fold the entries after the watermark into the memory tables, one batch per transaction.
 
-    Only entries after the watermark are read, so the cost grows with new events. `lock` is
-    held around each batch's transaction (the daemon's index lock, I8); `max_entries` stops
-    early (compacting in several runs gives the same memory as one run).
+    Only entries after the watermark are read, so the cost grows with new events. `lock` (the
+    daemon's index lock, I8) is held around each batch's write transaction only: the batch is
+    read and extracted before it; `max_entries` stops early (compacting in several runs gives
+    the same memory as one run).
     """
     cfg = _summarizer_config(config)
     started = time.perf_counter()
