@@ -103,7 +103,8 @@ def compact(
     """
     cfg = _summarizer_config(config)
     started = time.perf_counter()
-    ensure_schema(conn, cfg)
+    with lock if lock is not None else contextlib.nullcontext():
+        ensure_schema(conn, cfg)  # it writes on a first run or a new ranking config
     stats = CompactStats(watermark=watermark(conn))
     while max_entries is None or stats.entries < max_entries:
         if should_stop is not None and should_stop():
