@@ -92,6 +92,16 @@ def entries_after(conn: sqlite3.Connection, after_id: int, limit: int = 10000) -
     return store.entries_after(conn, after_id, limit)
 
 
+@_guard("entries")
+def entry_span(conn: sqlite3.Connection, after_id: int, upto_id: int) -> tuple[int, int]:
+    """(how many, the largest id) of the entries with after_id < id <= upto_id."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM entries WHERE id>? AND id<=?",
+        (after_id, upto_id),
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
 @_guard("index")
 def count(conn: sqlite3.Connection, table: str) -> int:
     """Row count of one of the index's own tables."""

@@ -67,7 +67,8 @@ def compact_and_publish(
     """Compact new entries, write the context files, record the time, run AFTER_COMPACTION.
 
     The caller holds the writer flock; `lock` (the daemon's index lock) is taken around each
-    index write so that ingest and compaction never write at once.
+    index write so that ingest and compaction never write at once, and only then: reading,
+    tokenizing and writing files happen outside it.
     """
     cfg = config.summarizer
     counter = get_counter(cfg.encoding)
@@ -78,12 +79,13 @@ def compact_and_publish(
     result = publish(
         conn, paths, memory, cfg, counter, trigger=trigger, backend=backend_for(cfg, counter)
     )
-    with guard:
-        with history.transaction(conn):
-            history.set_meta(conn, "mem.published", str(memory.watermark))
-            history.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
-            history.set_meta(conn, "last_compaction_trigger", trigger)
-        run_after_compaction(conn, paths, config)
+    with guard, history.transaction(conn):
+        history.set_meta(conn, "mem.published", str(memory.watermark))
+        history.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
+        history.set_meta(conn, "last_compaction_trigger", trigger)
+    # The hooks only read the index (and tokenize, and write their own files under their own
+    # locks): outside the index lock, so ingest passes go on meanwhile.
+    run_after_compaction(conn, paths, config)
     # Ingest has caught up: a few bounded steps keep the search index in few segments.
     search_index.merge_segments(conn, lock=guard, should_stop=should_stop)
     try:

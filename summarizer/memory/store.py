@@ -14,7 +14,7 @@ from typing import Any
 from indexer import history
 from indexer.config import Config, SummarizerConfig
 from summarizer.common.models import Constraint, Decision, Failure, Feature, Memory
-from summarizer.memory.extract import observe
+from summarizer.memory.extract import Observation, observe
 from summarizer.memory.merge import MemoryFold
 from summarizer.memory.rank import rank_config, rank_key, score, source_weight
 from summarizer.memory.tables import SCHEMA, TABLES, ConstraintRow, DecisionRow, FailureRow, columns
@@ -96,13 +96,15 @@ def compact(
 ) -> CompactStats:
     """Fold the entries after the watermark into the memory tables, one batch per transaction.
 
-    Only entries after the watermark are read, so the cost grows with new events. `lock` is
-    held around each batch's transaction (the daemon's index lock, I8); `max_entries` stops
-    early (compacting in several runs gives the same memory as one run).
+    Only entries after the watermark are read, so the cost grows with new events. `lock` (the
+    daemon's index lock, I8) is held around each batch's write transaction only: the batch is
+    read and extracted before it; `max_entries` stops early (compacting in several runs gives
+    the same memory as one run).
     """
     cfg = _summarizer_config(config)
     started = time.perf_counter()
-    ensure_schema(conn, cfg)
+    with lock if lock is not None else contextlib.nullcontext():
+        ensure_schema(conn, cfg)  # it writes on a first run or a new ranking config
     stats = CompactStats(watermark=watermark(conn))
     while max_entries is None or stats.entries < max_entries:
         if should_stop is not None and should_stop():
@@ -112,17 +114,26 @@ def compact(
             if max_entries is None
             else min(batch_entries, max_entries - stats.entries)
         )
+        # Reading and extracting (most of a batch's time) happen outside the lock, on this
+        # connection's own snapshot; only the fold, which writes, holds it.
+        start = watermark(conn)
+        batch = history.entries_after(conn, start, limit)
+        if not batch:
+            break
+        observed = _observe(batch)
         with lock if lock is not None else contextlib.nullcontext(), history.transaction(conn):
-            batch = history.entries_after(conn, watermark(conn), limit)
-            if not batch:
-                break
+            if watermark(conn) != start or history.entry_span(conn, start, batch[-1].id) != (
+                len(batch),
+                batch[-1].id,
+            ):  # entries deleted meanwhile (retention): the batch is read again, in the lock
+                batch = history.entries_after(conn, watermark(conn), limit)
+                if not batch:
+                    break
+                observed = _observe(batch)
             fold = MemoryFold(conn, cfg)
-            for stored in batch:
+            for stored, observations in zip(batch, observed, strict=True):
                 fold.note_entry(stored.entry.session_id, stored.entry.hook_event)
-                try:
-                    observations = observe(stored.id, stored.entry)
-                except Exception:  # one odd entry must not stop the memory for good
-                    log.exception("cannot extract from entry %d; skipped", stored.id)
+                if observations is None:
                     stats.skipped += 1
                     continue
                 for o in observations:
@@ -135,6 +146,18 @@ def compact(
         stats.watermark = batch[-1].id
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def _observe(batch: list[history.StoredEntry]) -> list[list[Observation] | None]:
+    """Each entry's observations; None for an entry the extraction fails on (it is skipped)."""
+    observed: list[list[Observation] | None] = []
+    for stored in batch:
+        try:
+            observed.append(observe(stored.id, stored.entry))
+        except Exception:  # one odd entry must not stop the memory for good
+            log.exception("cannot extract from entry %d; skipped", stored.id)
+            observed.append(None)
+    return observed
 
 
 # --- reading -------------------------------------------------------------------------------

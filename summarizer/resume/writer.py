@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
 from typing import Any
 
@@ -64,6 +65,10 @@ log = logging.getLogger("ctxd.resume")
 # Only sessions active this recently are refreshed after a compaction run.
 REFRESH_WINDOW_S = 24 * 3600
 _TRIGGERS = ("pre_compact", "session_end")
+# In the daemon the ingest thread (on PreCompact/SessionEnd) and the compaction's refresh may
+# update a session at once, outside the index lock: reading the index and writing the files
+# under one lock means the later writer always read the later index, so a state never goes back.
+_UPDATE_LOCK = threading.Lock()
 
 
 def load_memory_or_none(conn: sqlite3.Connection) -> Memory | None:
@@ -98,6 +103,19 @@ def update_session(
     now_ns: int | None = None,
 ) -> ResumeState:
     """Build and write one session's precompact_state.json and context.md."""
+    with _UPDATE_LOCK:
+        return _update_session(conn, paths, config, session_id, trigger, memory, now_ns)
+
+
+def _update_session(
+    conn: sqlite3.Connection,
+    paths: StatePaths,
+    config: Config,
+    session_id: str,
+    trigger: str,
+    memory: Memory | None,
+    now_ns: int | None,
+) -> ResumeState:
     from summarizer.resume.context import render_context  # tiktoken: only when building
 
     facts = gather_facts(conn, check_session_id(session_id))
