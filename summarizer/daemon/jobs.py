@@ -39,6 +39,10 @@ COMPACTION_CACHE_KIB = 4096
 # The tokenizer (~40 MB) is released once no compaction ran for this long: reloading it costs
 # ~0.3 s of CPU, too much after every compaction of a busy session, nothing for an idle daemon.
 TOKENIZER_IDLE_S = 30.0
+# The run at start catches up on what was indexed while no daemon ran: no session is waiting
+# for the next compaction, so its tokenizer is released at once (the idle daemon's first 30 s
+# held 65 MB instead of 45).
+STARTUP = "startup"
 _COUNTED_MAX = 4096  # completions remembered to count an agent once (SubagentStop + PostToolUse)
 
 
@@ -94,7 +98,7 @@ class CompactionJobs:
         scheduler.add_listener(
             self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
         )
-        self._reasons.add("startup")
+        self._reasons.add(STARTUP)
         scheduler.add_job(
             self._job,
             IntervalTrigger(seconds=self.config.summarizer.interval_s, timezone=UTC),
@@ -221,6 +225,8 @@ class CompactionJobs:
                         self._running = False
                         self._last_run_end = time.monotonic()
                         self._release_cache()
+                        if reasons == {STARTUP}:
+                            self._release_tokenizer_now()
                         return
                     self._requested = False
                     reasons, self._reasons = self._reasons or {"request"}, set()
@@ -290,6 +296,14 @@ class CompactionJobs:
             if not idle:
                 return
             self._last_run_end = 0.0
+        release_counters()
+        malloc_trim()
+
+    def _release_tokenizer_now(self) -> None:
+        """Release the tokenizer after a run no session waits on (called under `_lock`)."""
+        from summarizer.common.tokens import release_counters
+
+        self._last_run_end = 0.0
         release_counters()
         malloc_trim()
 
