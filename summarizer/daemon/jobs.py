@@ -43,6 +43,9 @@ TOKENIZER_IDLE_S = 30.0
 # for the next compaction, so its tokenizer is released at once (the idle daemon's first 30 s
 # held 65 MB instead of 45).
 STARTUP = "startup"
+# Entries whose completion rows are read at a time: after a bulk catch-up of 1,000,000 events
+# the range held ~46,000 rows and their details (~20 MB) at once.
+BATCH_WINDOW = 20_000
 _COUNTED_MAX = 4096  # completions remembered to count an agent once (SubagentStop + PostToolUse)
 
 
@@ -158,23 +161,24 @@ class CompactionJobs:
         top = history.max_entry_id(conn)
         if top <= self._seen_id:
             return
-        rows = history.events_between(
-            conn, self._seen_id, top, (*COMPLETION_EVENTS, *IMMEDIATE_EVENTS)
-        )
+        immediate: dict[str, None] = {}
+        for low in range(self._seen_id, top, BATCH_WINDOW):
+            rows = history.events_between(
+                conn, low, min(top, low + BATCH_WINDOW), (*COMPLETION_EVENTS, *IMMEDIATE_EVENTS)
+            )
+            for session_id, event, agent_id, detail in rows:
+                if event in IMMEDIATE_EVENTS:
+                    immediate[str(event)] = None
+                    continue
+                key = (str(session_id), _completion_key(str(event), str(agent_id), bytes(detail)))
+                if key in self._counted:
+                    continue
+                self._counted[key] = None
+                if len(self._counted) > _COUNTED_MAX:
+                    self._counted.popitem(last=False)
+                self._completions += 1
         self._seen_id = top
-        immediate: list[str] = []
-        for session_id, event, agent_id, detail in rows:
-            if event in IMMEDIATE_EVENTS:
-                immediate.append(str(event))
-                continue
-            key = (str(session_id), _completion_key(str(event), str(agent_id), bytes(detail)))
-            if key in self._counted:
-                continue
-            self._counted[key] = None
-            if len(self._counted) > _COUNTED_MAX:
-                self._counted.popitem(last=False)
-            self._completions += 1
-        for reason in dict.fromkeys(immediate):
+        for reason in immediate:
             self.request(reason)
         if self._completions >= self.config.summarizer.completions_trigger:
             self._completions = 0

@@ -102,6 +102,7 @@ def attach(daemon: Daemon) -> None:
         daemon,
         WATERMARK_KEY,
         lambda conn, after: sync_sessions(conn, daemon.paths, daemon.config, after),
+        waits_for_catch_up=True,  # resume states and accounts load the tokenizer
     )
     daemon.listeners.append(listener)
     try:

@@ -65,9 +65,12 @@ def test_the_daemon_marks_a_bulk_catch_up_and_runs_listeners_with_a_small_cache(
         # The whole backlog in one pass, marked as a catch-up; listeners on a 2 MB cache.
         assert seen[0] == (20, True, -service.LISTENER_CACHE_KIB)
         poll(lambda: not daemon.catching_up.is_set())
+        # Its end: one call with no lines (for the duties that waited), still marked, so that
+        # compactions wait for them, and on the small cache too.
+        assert seen[1] == (0, True, -service.LISTENER_CACHE_KIB)
         spool(paths.root, [prompt("one more")])  # a small backlog is no catch-up
-        poll(lambda: len(seen) == 2)
-        assert seen[1] == (1, False, -store.WRITER_CACHE_KIB)
+        poll(lambda: len(seen) == 3)
+        assert seen[2] == (1, False, -store.WRITER_CACHE_KIB)
         with daemon.index_lock:
             assert daemon.writer is not None
             cache = daemon.writer.conn.execute("PRAGMA cache_size").fetchone()[0]
