@@ -304,10 +304,10 @@ class CompactionJobs:
         malloc_trim()
 
     def _release_tokenizer_now(self) -> None:
-        """Release the tokenizer after a run no session waits on (called under `_lock`)."""
+        """Release the tokenizer after a run no session waits on (called under `_lock`); the
+        idle timer still runs, for what a session duty may have loaded meanwhile."""
         from summarizer.common.tokens import release_counters
 
-        self._last_run_end = 0.0
         release_counters()
         malloc_trim()
 
