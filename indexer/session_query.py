@@ -12,6 +12,7 @@ __all__ = [
     "agent_last_run",
     "agents_ended_after",
     "agents_of_sessions",
+    "last_trigger",
     "session_agents",
     "session_entries",
     "session_entry_count",
@@ -115,3 +116,15 @@ def agents_of_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> list
         for (agent_id,) in conn.execute("SELECT agent_id FROM agents WHERE session_id=?", (sid,)):
             found[str(agent_id)] = None
     return list(found)
+
+
+def last_trigger(
+    conn: sqlite3.Connection, session_id: str, after_id: int, top_id: int
+) -> tuple[str, int] | None:
+    """(event, id) of a session's last PreCompact or SessionEnd in after_id < id <= top_id."""
+    row = conn.execute(
+        "SELECT event, id FROM entries WHERE session_id=? AND id>? AND id<=?"
+        " AND event IN ('pre_compact','session_end') ORDER BY id DESC LIMIT 1",
+        (session_id, after_id, top_id),
+    ).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]))

@@ -39,6 +39,13 @@ COMPACTION_CACHE_KIB = 4096
 # The tokenizer (~40 MB) is released once no compaction ran for this long: reloading it costs
 # ~0.3 s of CPU, too much after every compaction of a busy session, nothing for an idle daemon.
 TOKENIZER_IDLE_S = 30.0
+# The run at start catches up on what was indexed while no daemon ran: no session is waiting
+# for the next compaction, so its tokenizer is released at once (the idle daemon's first 30 s
+# held 65 MB instead of 45).
+STARTUP = "startup"
+# Entries whose completion rows are read at a time: after a bulk catch-up of 1,000,000 events
+# the range held ~46,000 rows and their details (~20 MB) at once.
+BATCH_WINDOW = 20_000
 _COUNTED_MAX = 4096  # completions remembered to count an agent once (SubagentStop + PostToolUse)
 
 
@@ -94,7 +101,7 @@ class CompactionJobs:
         scheduler.add_listener(
             self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
         )
-        self._reasons.add("startup")
+        self._reasons.add(STARTUP)
         scheduler.add_job(
             self._job,
             IntervalTrigger(seconds=self.config.summarizer.interval_s, timezone=UTC),
@@ -154,23 +161,24 @@ class CompactionJobs:
         top = history.max_entry_id(conn)
         if top <= self._seen_id:
             return
-        rows = history.events_between(
-            conn, self._seen_id, top, (*COMPLETION_EVENTS, *IMMEDIATE_EVENTS)
-        )
+        immediate: dict[str, None] = {}
+        for low in range(self._seen_id, top, BATCH_WINDOW):
+            rows = history.events_between(
+                conn, low, min(top, low + BATCH_WINDOW), (*COMPLETION_EVENTS, *IMMEDIATE_EVENTS)
+            )
+            for session_id, event, agent_id, detail in rows:
+                if event in IMMEDIATE_EVENTS:
+                    immediate[str(event)] = None
+                    continue
+                key = (str(session_id), _completion_key(str(event), str(agent_id), bytes(detail)))
+                if key in self._counted:
+                    continue
+                self._counted[key] = None
+                if len(self._counted) > _COUNTED_MAX:
+                    self._counted.popitem(last=False)
+                self._completions += 1
         self._seen_id = top
-        immediate: list[str] = []
-        for session_id, event, agent_id, detail in rows:
-            if event in IMMEDIATE_EVENTS:
-                immediate.append(str(event))
-                continue
-            key = (str(session_id), _completion_key(str(event), str(agent_id), bytes(detail)))
-            if key in self._counted:
-                continue
-            self._counted[key] = None
-            if len(self._counted) > _COUNTED_MAX:
-                self._counted.popitem(last=False)
-            self._completions += 1
-        for reason in dict.fromkeys(immediate):
+        for reason in immediate:
             self.request(reason)
         if self._completions >= self.config.summarizer.completions_trigger:
             self._completions = 0
@@ -221,6 +229,8 @@ class CompactionJobs:
                         self._running = False
                         self._last_run_end = time.monotonic()
                         self._release_cache()
+                        if reasons == {STARTUP}:
+                            self._release_tokenizer_now()
                         return
                     self._requested = False
                     reasons, self._reasons = self._reasons or {"request"}, set()
@@ -290,6 +300,14 @@ class CompactionJobs:
             if not idle:
                 return
             self._last_run_end = 0.0
+        release_counters()
+        malloc_trim()
+
+    def _release_tokenizer_now(self) -> None:
+        """Release the tokenizer after a run no session waits on (called under `_lock`); the
+        idle timer still runs, for what a session duty may have loaded meanwhile."""
+        from summarizer.common.tokens import release_counters
+
         release_counters()
         malloc_trim()
 

@@ -202,9 +202,10 @@ class Daemon:
                 break
             seen = snapshot(self.paths.spool)
             stats = IngestStats()
+            ending = False  # a bulk catch-up ends with this pass
             if seen == last_seen and not unread:
                 self.skipped += 1  # nothing new: a few stat calls instead of a pass
-                self.catching_up.clear()
+                ending = True
             else:
                 try:
                     with self.index_lock:
@@ -214,7 +215,7 @@ class Daemon:
                         if bulk and (seen != last_seen or progressed):
                             self.catching_up.set()
                         else:
-                            self.catching_up.clear()
+                            ending = True  # cleared after the duties that waited for it
                         stats = self.writer.pass_once()
                         self.passes += 1
                         progressed = bool(stats.lines)
@@ -230,19 +231,9 @@ class Daemon:
             if stats.lines:
                 self.last_stats = stats
                 self.last_lines_at = time.time()
-                large = stats.lines >= LARGE_PASS_LINES and bool(self.listeners)
-                if large:
-                    # After a bulk catch-up the listeners read many new entries, and may load
-                    # the tokenizer meanwhile: a small page cache serves their reads as well,
-                    # and keeps the writer's cache out of that peak.
-                    self._cache_kib(LISTENER_CACHE_KIB)
-                for listener in self.listeners:
-                    try:
-                        listener(stats)
-                    except Exception:
-                        log.exception("batch listener failed")
-                if large:
-                    self._cache_kib(WRITER_CACHE_KIB)
+                self._call_listeners(stats, stats.lines >= LARGE_PASS_LINES)
+            if ending:
+                self._end_catch_up()
             if time.monotonic() >= next_beat:
                 watcher.check()
                 self._heartbeat()
@@ -254,6 +245,31 @@ class Daemon:
             # for a moment instead of relying on notifications alone, then sleep.
             busy = time.monotonic() - last_lines < ACTIVE_WINDOW_S
             self.wake.wait(ACTIVE_POLL_S if busy else interval)
+
+    def _call_listeners(self, stats: IngestStats, large: bool) -> None:
+        large = large and bool(self.listeners)
+        if large:
+            # After a bulk catch-up the listeners read many new entries, and may load the
+            # tokenizer meanwhile: a small page cache serves their reads as well, and keeps
+            # the writer's cache out of that peak.
+            self._cache_kib(LISTENER_CACHE_KIB)
+        for listener in self.listeners:
+            try:
+                listener(stats)
+            except Exception:
+                log.exception("batch listener failed")
+        if large:
+            self._cache_kib(WRITER_CACHE_KIB)
+
+    def _end_catch_up(self) -> None:
+        """A bulk catch-up ended: call the listeners once more, with no lines, so that the
+        duties that skipped its batches run now, then let the waiting compactions go (after
+        them: each loads the tokenizer, and they never hold their memory at once)."""
+        if not self.catching_up.is_set():
+            return
+        if not self.stopping.is_set():  # else the next start's first call covers them
+            self._call_listeners(IngestStats(), large=True)
+        self.catching_up.clear()
 
     def _cache_kib(self, kib: int) -> None:
         """Resize the writer's page cache, returning what it held to the system."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from indexer import history
 from indexer.config import Config
 from indexer.paths import StatePaths
-from indexer.session_query import agents_ended_after
+from indexer.session_query import agents_ended_after, last_trigger
 from summarizer.daemon.retention import start_retention_job
 from summarizer.daemon.watermark import WatermarkListener
 from summarizer.handoff.account import write_accounts
@@ -28,8 +28,9 @@ __all__ = [
 log = logging.getLogger("ctxd.sessions")
 WATERMARK_KEY = "sessions.watermark"
 _TRIGGERS = ("pre_compact", "session_end")
-# Entries whose rows are read at a time. After a bulk catch-up the range is a million entries:
-# its todo and trigger rows, read whole, sat beside the tokenizer the resume states load.
+# Entries whose rows are read, and whose sessions are brought up to date, at a time. After a
+# bulk catch-up the range is a million entries: its todo and trigger rows, read whole, sat
+# beside the tokenizer the resume states load.
 SYNC_WINDOW = 20_000
 
 
@@ -46,28 +47,8 @@ def sync_sessions(
     top = history.max_entry_id(conn)
     if top <= after_id:
         return after_id
-    todo_sessions: dict[str, None] = {}
-    triggers: dict[str, tuple[str, int]] = {}
     for low in range(after_id, top, SYNC_WINDOW):
-        high = min(top, low + SYNC_WINDOW)
-        for session_id, event, entry_id in history.todo_and_trigger_events(conn, low, high):
-            if event in _TRIGGERS:
-                triggers[str(session_id)] = (str(event), int(entry_id))
-            else:
-                todo_sessions[str(session_id)] = None
-    for sid in todo_sessions:
-        try:
-            write_todos(paths, sid, session_todos(conn, sid))
-        except Exception:
-            log.exception("writing todos.json of session %s failed", sid)
-    for sid, (event, entry_id) in triggers.items():
-        state = resume.read_state(paths, sid)
-        if state is not None and int(state.get("watermark", 0) or 0) >= entry_id:
-            continue
-        try:
-            resume.update_session(conn, paths, config, sid, event)
-        except Exception:
-            log.exception("writing the resume state of session %s failed", sid)
+        _sync_window(conn, paths, config, (after_id, top), (low, min(top, low + SYNC_WINDOW)))
     try:  # the account a named agent is handed when it is started again
         ended = agents_ended_after(conn, after_id, top)
         write_accounts(conn, paths, ended, config.resume.subagent_max_tokens)
@@ -76,12 +57,52 @@ def sync_sessions(
     return top
 
 
+def _sync_window(
+    conn: sqlite3.Connection,
+    paths: StatePaths,
+    config: Config,
+    whole: tuple[int, int],
+    window: tuple[int, int],
+) -> None:
+    """The todo lists and trigger states of the sessions met in one window of the whole range.
+
+    One window at a time, so that only its sessions are held: after a bulk catch-up the range
+    met ~46,000 sessions, whose names alone took ~16 MB beside the tokenizer. A session's state
+    is built for its last trigger in the whole range, as one read of the range would, and is
+    then skipped in later windows (it covers their triggers); a session met again in a later
+    window gets its todos.json again, the same content read from the index.
+    """
+    low, high = window
+    todo_sessions: dict[str, None] = {}
+    triggers: dict[str, tuple[str, int]] = {}
+    for session_id, event, entry_id in history.todo_and_trigger_events(conn, low, high):
+        if event in _TRIGGERS:
+            triggers[str(session_id)] = (str(event), int(entry_id))
+        else:
+            todo_sessions[str(session_id)] = None
+    for sid in todo_sessions:
+        try:
+            write_todos(paths, sid, session_todos(conn, sid))
+        except Exception:
+            log.exception("writing todos.json of session %s failed", sid)
+    for sid, met in triggers.items():
+        event, entry_id = last_trigger(conn, sid, *whole) or met
+        state = resume.read_state(paths, sid)
+        if state is not None and int(state.get("watermark", 0) or 0) >= entry_id:
+            continue
+        try:
+            resume.update_session(conn, paths, config, sid, event)
+        except Exception:
+            log.exception("writing the resume state of session %s failed", sid)
+
+
 def attach(daemon: Daemon) -> None:
     """Wire the session duties into a started daemon (called from its on_start)."""
     listener = WatermarkListener(
         daemon,
         WATERMARK_KEY,
         lambda conn, after: sync_sessions(conn, daemon.paths, daemon.config, after),
+        waits_for_catch_up=True,  # resume states and accounts load the tokenizer
     )
     daemon.listeners.append(listener)
     try:

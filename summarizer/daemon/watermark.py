@@ -18,15 +18,30 @@ Duty = Callable[[sqlite3.Connection, int], int]
 
 class WatermarkListener:
     """Runs `duty` after every ingest batch, under the index lock, and commits the watermark
-    (meta `key`) it returns, so each entry is dealt with once across restarts."""
+    (meta `key`) it returns, so each entry is dealt with once across restarts.
 
-    def __init__(self, daemon: Daemon, key: str, duty: Duty) -> None:
+    A call without lines (`None` at start, or the daemon's call at the end of a bulk catch-up)
+    always runs the duty.
+    """
+
+    def __init__(
+        self, daemon: Daemon, key: str, duty: Duty, *, waits_for_catch_up: bool = False
+    ) -> None:
         self.daemon = daemon
         self.key = key
         self.duty = duty
+        # A duty that loads the tokenizer skips the batches of a bulk catch-up: the daemon calls
+        # its listeners once more, with no lines, when the catch-up ends, and the watermark
+        # (not advanced meanwhile) makes that call cover them all.
+        self.waits_for_catch_up = waits_for_catch_up
+        self.deferred = 0  # batches skipped during a bulk catch-up
 
-    def __call__(self, _stats: IngestStats | None = None) -> None:
+    def __call__(self, stats: IngestStats | None = None) -> None:
         daemon = self.daemon
+        deferrable = self.waits_for_catch_up and stats is not None and bool(stats.lines)
+        if deferrable and daemon.catching_up.is_set():
+            self.deferred += 1
+            return
         with daemon.index_lock:
             if daemon.writer is None:
                 return

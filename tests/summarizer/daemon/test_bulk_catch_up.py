@@ -25,16 +25,18 @@ def test_a_compaction_requested_during_a_bulk_catch_up_waits_without_the_tokeniz
 ) -> None:
     with ExitStack() as stack:
         daemon, j = jobs_beside_a_writer(tmp_path / "state", stack)
-        poll(lambda: j.runs == 1 and not j._running)  # the startup run loaded the tokenizer
+        poll(lambda: j.runs == 1 and not j._running)
+        j.request("pre_compact")
+        poll(lambda: j.runs == 2 and not j._running)  # a triggered run keeps the tokenizer
         assert tokens._COUNTERS
 
         daemon.catching_up.set()
         j.request("pre_compact")
         poll(lambda: j.deferred == 1)
         # Waiting: no run, and the tokenizer of the earlier run is not kept meanwhile.
-        assert j.runs == 1 and not tokens._COUNTERS
+        assert j.runs == 2 and not tokens._COUNTERS
         daemon.catching_up.clear()
-        poll(lambda: j.runs == 2 and not j._running)
+        poll(lambda: j.runs == 3 and not j._running)
 
 
 def test_the_daemon_marks_a_bulk_catch_up_and_runs_listeners_with_a_small_cache(
@@ -63,9 +65,12 @@ def test_the_daemon_marks_a_bulk_catch_up_and_runs_listeners_with_a_small_cache(
         # The whole backlog in one pass, marked as a catch-up; listeners on a 2 MB cache.
         assert seen[0] == (20, True, -service.LISTENER_CACHE_KIB)
         poll(lambda: not daemon.catching_up.is_set())
+        # Its end: one call with no lines (for the duties that waited), still marked, so that
+        # compactions wait for them, and on the small cache too.
+        assert seen[1] == (0, True, -service.LISTENER_CACHE_KIB)
         spool(paths.root, [prompt("one more")])  # a small backlog is no catch-up
-        poll(lambda: len(seen) == 2)
-        assert seen[1] == (1, False, -store.WRITER_CACHE_KIB)
+        poll(lambda: len(seen) == 3)
+        assert seen[2] == (1, False, -store.WRITER_CACHE_KIB)
         with daemon.index_lock:
             assert daemon.writer is not None
             cache = daemon.writer.conn.execute("PRAGMA cache_size").fetchone()[0]

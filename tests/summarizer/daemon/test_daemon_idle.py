@@ -116,7 +116,7 @@ def test_interval_compactions_skip_when_nothing_is_new_and_an_idle_daemon_drops_
         jobs = CompactionJobs(daemon)
         try:
             daemon.writer.pass_once()
-            jobs.request("startup")  # no scheduler: only records the reason
+            jobs.request("pre_compact")  # no scheduler: only records the reason
             jobs._job()
             assert (jobs.runs, jobs.skipped) == (1, 0)
             jobs._release_tokenizer_when_idle()

@@ -1,0 +1,62 @@
+"""The compaction's batch listener reads a long range in windows and counts and requests exactly
+what one read of the whole range does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import CORPUS
+
+from indexer.config import Config
+from indexer.hook import build_line
+from indexer.ingest import IngestStats
+from indexer.paths import StatePaths
+from indexer.writer import catch_up, open_writer, writer_lock
+from summarizer.daemon import jobs
+from summarizer.daemon.jobs import CompactionJobs
+from summarizer.daemon.service import Daemon
+
+HOOKS = CORPUS / "hooks"
+T0 = 1_790_000_000_000_000_000
+pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason="needs the hook corpus")
+
+
+def indexed_corpus(root: Path) -> StatePaths:
+    paths = StatePaths(root)
+    paths.ensure()
+    lines = []
+    for path in sorted(HOOKS.rglob("*.jsonl")):
+        for raw in path.read_bytes().splitlines():
+            if raw.strip():
+                lines.append(build_line(raw, T0 + len(lines), 4242))
+    (paths.spool / "20260101T00.jsonl").write_bytes(b"".join(lines))
+    catch_up(paths, Config())
+    return paths
+
+
+def counted(paths: StatePaths, window: int, monkeypatch: pytest.MonkeyPatch) -> tuple[object, ...]:
+    """What on_batch remembers after seeing the whole index at once (no scheduler: a request
+    only records its reason)."""
+    monkeypatch.setattr(jobs, "BATCH_WINDOW", window)
+    daemon = Daemon(paths, Config())
+    with writer_lock(paths):
+        daemon.writer = open_writer(paths, daemon.config)
+        try:
+            j = CompactionJobs(daemon)
+            j.on_batch(IngestStats())
+            return j._seen_id, j._completions, sorted(j._reasons), list(j._counted)
+        finally:
+            daemon.writer.conn.close()
+
+
+def test_windows_count_and_request_what_one_read_of_the_whole_range_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = indexed_corpus(tmp_path / "state")
+    whole = counted(paths, 10_000_000, monkeypatch)
+    seen_id, _completions, reasons, keys = whole
+    assert isinstance(seen_id, int) and seen_id > 5000
+    assert "completions" in reasons and "pre_compact" in reasons  # type: ignore[operator]
+    assert len(keys) > 10  # type: ignore[arg-type]
+    assert counted(paths, 7, monkeypatch) == whole

@@ -1,0 +1,45 @@
+"""The compaction at start releases the tokenizer as soon as it is done; triggered runs keep it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import hook_env, payload, run_hook
+
+from indexer.config import Config
+from indexer.paths import StatePaths
+from indexer.writer import open_writer, writer_lock
+from summarizer.common import tokens
+from summarizer.daemon.jobs import STARTUP, CompactionJobs
+from summarizer.daemon.service import Daemon
+
+
+def test_the_startup_run_drops_the_tokenizer_at_once_and_a_pre_compact_run_keeps_it(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    paths = StatePaths(state)
+    paths.ensure()
+    run_hook(payload(tool_name="Bash", tool_use_id="toolu_start1"), hook_env(state))
+    daemon = Daemon(paths, Config())
+    with writer_lock(paths):
+        daemon.writer = open_writer(paths, daemon.config)
+        jobs = CompactionJobs(daemon)
+        try:
+            daemon.writer.pass_once()
+            jobs.request(STARTUP)  # no scheduler: only records the reason
+            jobs._job()
+            assert jobs.runs == 1
+            assert jobs.tokenizer_idle_s > 0  # not by the idle timer: at the run's end
+            assert tokens._COUNTERS == {}
+
+            # A run a session triggered: more may follow soon, the tokenizer stays loaded.
+            run_hook(payload(tool_name="Bash", tool_use_id="toolu_start2"), hook_env(state))
+            assert daemon.writer.pass_once().entries == 1
+            jobs.request("pre_compact")
+            jobs._job()
+            assert jobs.runs == 2
+            assert tokens._COUNTERS
+        finally:
+            jobs.stop()
+            daemon.writer.conn.close()
