@@ -6,33 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS
+from daemon_helpers import HOOKS, indexed_corpus
 
 from indexer.config import Config
-from indexer.hook import build_line
 from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.writer import open_writer, writer_lock
 from summarizer.daemon import jobs
 from summarizer.daemon.jobs import CompactionJobs
 from summarizer.daemon.service import Daemon
 
-HOOKS = CORPUS / "hooks"
-T0 = 1_790_000_000_000_000_000
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason="needs the hook corpus")
 
-
-def indexed_corpus(root: Path) -> StatePaths:
-    paths = StatePaths(root)
-    paths.ensure()
-    lines = []
-    for path in sorted(HOOKS.rglob("*.jsonl")):
-        for raw in path.read_bytes().splitlines():
-            if raw.strip():
-                lines.append(build_line(raw, T0 + len(lines), 4242))
-    (paths.spool / "20260101T00.jsonl").write_bytes(b"".join(lines))
-    catch_up(paths, Config())
-    return paths
 
 
 def counted(paths: StatePaths, window: int, monkeypatch: pytest.MonkeyPatch) -> tuple[object, ...]:

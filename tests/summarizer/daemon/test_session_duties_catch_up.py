@@ -3,63 +3,26 @@ they write the same files as without waiting, before the compactions that wait t
 
 from __future__ import annotations
 
-import json
-import re
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, poll
+from daemon_helpers import HOOKS, duty_outputs, spooled_corpus
+from helpers import poll
 
 from indexer import history
 from indexer.config import Config
-from indexer.hook import build_line
 from indexer.ingest import IngestStats
-from indexer.paths import StatePaths
 from indexer.writer import catch_up
 from summarizer.daemon import service, session_jobs, task_jobs
 from summarizer.daemon.service import Daemon
 from summarizer.daemon.watermark import WatermarkListener
 
-HOOKS = CORPUS / "hooks"
-T0 = 1_790_000_000_000_000_000
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason="needs the hook corpus")
-_CLOCK_KEYS = {"created_at", "created_ns"}  # written at build time
-_CLOCK_TEXT = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
 
 
-def spooled_corpus(root: Path) -> StatePaths:
-    """Every corpus hook payload in one spool segment, not indexed yet; a second segment
-    (written when the daemon runs) must not be needed."""
-    paths = StatePaths(root)
-    paths.ensure()
-    lines = []
-    for path in sorted(HOOKS.rglob("*.jsonl")):
-        for raw in path.read_bytes().splitlines():
-            if raw.strip():
-                lines.append(build_line(raw, T0 + len(lines), 4242))
-    (paths.spool / "20260101T00.jsonl").write_bytes(b"".join(lines))
-    return paths
-
-
-def outputs(paths: StatePaths) -> dict[str, Any]:
-    """Every file the session duties write, JSON without its build-time clock fields."""
-    found: dict[str, Any] = {}
-    for folder in (paths.sessions, paths.root / "resume", paths.root / "handoff"):
-        for p in sorted(folder.rglob("*")) if folder.is_dir() else []:
-            if not p.is_file() or p.suffix == ".jsonl":
-                continue  # the views are the ingest's
-            data = p.read_bytes()
-            if p.suffix == ".json":
-                loaded = json.loads(data)
-                if isinstance(loaded, dict):
-                    loaded = {k: v for k, v in loaded.items() if k not in _CLOCK_KEYS}
-                found[str(p.relative_to(paths.root))] = loaded
-            else:
-                found[str(p.relative_to(paths.root))] = _CLOCK_TEXT.sub(b"<now>", data)
-    return found
 
 
 def without_waiting(root: Path) -> dict[str, Any]:
@@ -71,7 +34,7 @@ def without_waiting(root: Path) -> dict[str, Any]:
         session_jobs.sync_sessions(conn, paths, Config(), 0)
     finally:
         conn.close()
-    return outputs(paths)
+    return duty_outputs(paths)
 
 
 def test_session_duties_wait_for_the_end_of_a_bulk_catch_up_then_write_the_same_files(
@@ -99,7 +62,7 @@ def test_session_duties_wait_for_the_end_of_a_bulk_catch_up_then_write_the_same_
                 "top": history.max_entry_id(conn),
                 "sessions": int(history.get_meta(conn, session_jobs.WATERMARK_KEY, "0")),
                 "tasks": int(history.get_meta(conn, task_jobs.WATERMARK_KEY, "0")),
-                "outputs": len(outputs(paths)),
+                "outputs": len(duty_outputs(paths)),
             }
         )
 
@@ -126,4 +89,4 @@ def test_session_duties_wait_for_the_end_of_a_bulk_catch_up_then_write_the_same_
         daemon.request_stop()
         thread.join(timeout=30)
     assert not thread.is_alive()
-    assert outputs(paths) == expected
+    assert duty_outputs(paths) == expected
