@@ -19,7 +19,6 @@ from summarizer.daemon.service import Daemon
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason="needs the hook corpus")
 
 
-
 def counted(paths: StatePaths, window: int, monkeypatch: pytest.MonkeyPatch) -> tuple[object, ...]:
     """What on_batch remembers after seeing the whole index at once (no scheduler: a request
     only records its reason)."""

@@ -23,8 +23,6 @@ from summarizer.daemon.watermark import WatermarkListener
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason="needs the hook corpus")
 
 
-
-
 def without_waiting(root: Path) -> dict[str, Any]:
     """What the session duties write over the whole corpus, run at once after indexing it."""
     paths = spooled_corpus(root)

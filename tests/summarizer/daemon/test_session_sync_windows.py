@@ -17,7 +17,6 @@ from summarizer.daemon import session_jobs
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason="needs the hook corpus")
 
 
-
 def sync(paths: StatePaths, window: int, monkeypatch: pytest.MonkeyPatch) -> int:
     monkeypatch.setattr(session_jobs, "SYNC_WINDOW", window)
     conn = sqlite3.connect(paths.index_db)
@@ -25,7 +24,6 @@ def sync(paths: StatePaths, window: int, monkeypatch: pytest.MonkeyPatch) -> int
         return session_jobs.sync_sessions(conn, paths, Config(), 0)
     finally:
         conn.close()
-
 
 
 def test_windows_write_what_one_read_of_the_whole_range_writes(
