@@ -32,7 +32,13 @@ _LEGACY_GATES = (
     (rb"xox", False),
     (rb"://[^\s/\"\\@]*@", False),
     (rb"(?:token|(?:api[_-]?|access_|secret_)key)" + _SEP, True),
-    (rb"sk-|[rs]k_(?:live|test)_|pk_live_|hooks\.slack\.com/services/", False),
+    # Where a token may start (redact_raw's _starts_token): not glued to a letter or digit
+    # (`task-id`), except after an escape (`\nsk-…`, `\u00e9sk-…`).
+    (
+        rb"(?:^|[^A-Za-z0-9]|\\[nrtbf]|\\u[0-9A-Fa-f]{4})"
+        rb"(?:sk-|[rs]k_(?:live|test)_|pk_live_)|hooks\.slack\.com/services/",
+        False,
+    ),
     (rb"pass(?:word|wd|phrase)" + _SEP + rb"|pwd" + _SEP + rb"|<private", True),
     (rb"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY", False),
     (rb"secret" + _SEP, True),

@@ -32,6 +32,8 @@ REDACTED_BY_EARLIER_RULES = [
     "sk-" + "ant-api03-" + _KEY,
     "sk-" + _KEY,
     "sk" + "_live_" + _KEY,
+    "line\nsk-" + _KEY,
+    "caf\u00e9sk-" + _KEY,
     "rk" + "_test_" + _KEY,
     "pk" + "_live_" + _KEY,
     "https://hooks.slack.com/services/" + "T000/B000/XXXXXXXX",
@@ -59,6 +61,14 @@ def test_probe_sees_every_text_the_earlier_rules_edit(text: str) -> None:
             assert redact_text(form) != form
 
 
+@pytest.mark.parametrize("escape", ["\\n", "\\t", "\\u00e9", " "])
+def test_probe_sees_a_key_after_an_escape_in_raw_json(escape: str) -> None:
+    # A raw detail is probed as it is stored: `\nsk-…` has a letter before the key.
+    raw = ('{"a":"x' + escape + "sk-" + _KEY + '"}').encode()
+    assert redact_bytes(raw) != raw
+    assert LEGACY in probe(raw)[0]
+
+
 # Words the earlier gates used to stop on although their rules could never edit them there:
 # a hyphenated word after a `k`, a key name ending in `Key`/`ken`, and `private` in code.
 COMMON = [
@@ -67,6 +77,7 @@ COMMON = [
     "private readonly store: Store; class Private {}",
     "hook.com/services/ HOOKS.SLACK.COM/SERVICES/x Sk-abc Ak_live_ ayJ",
     "secretary: Ann",
+    "<task-notification><task-id>b1</task-id> View Task-103, desk_live_ ask_test_",
 ]
 
 
