@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 from typing import TYPE_CHECKING, Any
 
 from indexer.decoded import (
@@ -197,9 +198,7 @@ _ENTRY_TEXT = (
 )  # fmt: skip
 
 
-def _needs_a_look(text: str) -> bool:
-    """False when text is remembered as having nothing to redact."""
-    return _TEXTS.get(text, _UNKNOWN) is not None
+_entry_texts = operator.attrgetter(*_ENTRY_TEXT)  # one call for the seven fields
 
 
 def redact_entry(entry: Entry) -> Entry:
@@ -211,8 +210,9 @@ def redact_entry(entry: Entry) -> Entry:
     detail = bytes(entry.detail)
     # Fields known to need nothing (a session's cwd, paths seen before) stay out of the pass:
     # the probe has no anchors, so a field alone can only match where it matches among others.
-    texts = [t for name in _ENTRY_TEXT if (t := getattr(entry, name)) and _needs_a_look(t)]
-    texts.extend(f for f in entry.files if _needs_a_look(f))
+    known = _TEXTS.get  # None: remembered as having nothing to redact
+    texts = [t for t in _entry_texts(entry) if t and known(t, _UNKNOWN) is not None]
+    texts.extend(f for f in entry.files if known(f, _UNKNOWN) is not None)
     if not texts and not detail:
         return entry
     every_field = _utf8("\n".join(texts)) + b"\n" + detail

@@ -180,7 +180,8 @@ RULES: tuple[Rule, ...] = (
     _r("xai-key", _B + r"xai-[A-Za-z0-9]{70,}" + _E, "xai-"),
     # --- structured secrets -------------------------------------------------------------------
     _r("jwt", _B + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", "eyj"),
-    _r("private-key", r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----\s*(?:[\w-]+: [^\n]*\s*)*[A-Za-z0-9+/=]{16,}[\s\S]*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?=[\"'`]|\Z))", "private key"),
+    # After the header, newlines may be `\n` escapes (a JSON file shown as text).
+    _r("private-key", r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[nrt])*(?:[\w-]+: [^\n]*\s*)*[A-Za-z0-9+/=]{16,}[\s\S]*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?=[\"'`]|\Z))", "private key"),
     _r("putty-private-key", r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-f]+", "putty-user-key-file"),
     _r("url-credentials", r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"'<>]*:(?P<s>[^\s:/@\"'<>${][^\s/@\"'<>]*)@", "://"),
     _r("dsn-password", r"(?i)(?:^|[;\s\"'])(?:Password|Pwd)\s*=\s*(?P<s>[^;\"'\s{$/~][^;\"'\s]{2,})(?=;|\s|$|[\"'])", "password=", "pwd="),

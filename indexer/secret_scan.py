@@ -21,18 +21,27 @@ _SECRET_GROUPS = ("s", "s2", "s3")
 HIDDEN = len(RULES)
 _RUN_ID = HIDDEN + 1
 # The gates of the earlier rules in indexer.redact_raw (`may_contain_secret`), in the same pass:
-# (pattern, caseless). A superset of each gate, so the pass never hides a line from them.
+# (pattern, caseless). Each is narrowed to where its handler can edit (`sk-`, not every `k-`;
+# `api_key:`, not `titleKey:`; `<private`, not the word), a superset of the lines they edit.
 LEGACY = _RUN_ID + 1
 _SEP = rb"""(?:\\?"|')?\s*[:=]"""
 _LEGACY_GATES = (
     (rb"A(?:[KS]IA|Iza)", False),
     (rb"g(?:h[pousr]_|ithub_pat_)", False),
-    (rb"yJ", False),
+    (rb"eyJ", False),
     (rb"xox", False),
     (rb"://[^\s/\"\\@]*@", False),
-    (rb"k(?:e[ny]" + _SEP + rb"|-|_live_|_test_|\.com/services/)", True),
-    (rb"p(?:rivate|(?:ass(?:word|wd|phrase)|wd)" + _SEP + rb")", True),
-    (rb"cret" + _SEP, True),
+    (rb"(?:token|(?:api[_-]?|access_|secret_)key)" + _SEP, True),
+    # Where a token may start (redact_raw's _starts_token): not glued to a letter or digit
+    # (`task-id`), except after an escape (`\nsk-…`, `\u00e9sk-…`).
+    (
+        rb"(?:^|[^A-Za-z0-9]|\\[nrtbf]|\\u[0-9A-Fa-f]{4})"
+        rb"(?:sk-|[rs]k_(?:live|test)_|pk_live_)|hooks\.slack\.com/services/",
+        False,
+    ),
+    (rb"pass(?:word|wd|phrase)" + _SEP + rb"|pwd" + _SEP + rb"|<private", True),
+    (rb"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY", False),
+    (rb"secret" + _SEP, True),
 )
 _RUN_MIN = 24
 _RUN_START = rb"(?:^|[^A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{%d}" % _RUN_MIN  # `=` may precede
