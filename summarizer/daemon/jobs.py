@@ -144,6 +144,10 @@ class CompactionJobs:
             self._requested = True
             if self._running:
                 return  # the running job loops on the flag
+        self._start_now(reason)
+
+    def _start_now(self, reason: str) -> None:
+        """Have the scheduler run the job now (the reasons are already recorded)."""
         scheduler = self.scheduler
         if scheduler is None:
             return
@@ -212,7 +216,7 @@ class CompactionJobs:
             pending = self._requested and not self._running
         self._refused.clear()
         if pending:
-            self.request("retry")
+            self._start_now("retry")  # the refused request's reasons are still recorded
 
     # --- the job ---------------------------------------------------------------------------------
 

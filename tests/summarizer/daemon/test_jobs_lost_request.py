@@ -9,6 +9,7 @@ import pytest
 from helpers import poll
 from memory_helpers import jobs_beside_a_writer
 
+from indexer import store
 from summarizer.daemon import jobs
 
 
@@ -30,8 +31,14 @@ def test_a_request_in_the_window_after_a_run_is_not_lost(
 
     monkeypatch.setattr(jobs.CompactionJobs, "_job", job_then_request)
     with ExitStack() as stack:
-        _, j = jobs_beside_a_writer(tmp_path / "state", stack)
+        daemon, j = jobs_beside_a_writer(tmp_path / "state", stack)
         # The startup run, then the request refused while it was still counted, then that
         # request's own run (the interval is an hour: only the retry can start it).
         poll(lambda: j.runs + j.skipped >= 2 and not j._running)
         assert j.events["max_instances"] >= 1
+        # The run is the request's own: its reason, not one the retry made up.
+        conn = store.connect(daemon.paths.index_db, readonly=True)
+        try:
+            assert store.get_meta(conn, "last_compaction_trigger") == "pre_compact"
+        finally:
+            conn.close()
