@@ -234,7 +234,9 @@ class CompactionJobs:
                         self._last_run_end = time.monotonic()
                         self._release_cache()
                         if reasons == {STARTUP}:
-                            self._release_tokenizer_now()
+                            # No session waits on the startup run; the idle timer still runs
+                            # for what a session duty may load meanwhile.
+                            _release_tokenizer()
                         return
                     self._requested = False
                     reasons, self._reasons = self._reasons or {"request"}, set()
@@ -276,10 +278,7 @@ class CompactionJobs:
             return
         self.deferred += 1
         log.info("compaction waits until the spool backlog being ingested is indexed")
-        from summarizer.common.tokens import release_counters
-
-        release_counters()  # a tokenizer kept from an earlier run would sit idle meanwhile
-        malloc_trim()
+        _release_tokenizer()  # a tokenizer kept from an earlier run would sit idle meanwhile
         while daemon.catching_up.is_set() and not daemon.stopping.wait(REQUEST_POLL_S):
             pass
 
@@ -293,8 +292,6 @@ class CompactionJobs:
 
     def _release_tokenizer_when_idle(self) -> None:
         """Release the tokenizer once no compaction ran for `tokenizer_idle_s` (poller thread)."""
-        from summarizer.common.tokens import release_counters
-
         with self._lock:
             idle = (
                 not self._running
@@ -304,16 +301,7 @@ class CompactionJobs:
             if not idle:
                 return
             self._last_run_end = 0.0
-        release_counters()
-        malloc_trim()
-
-    def _release_tokenizer_now(self) -> None:
-        """Release the tokenizer after a run no session waits on (called under `_lock`); the
-        idle timer still runs, for what a session duty may have loaded meanwhile."""
-        from summarizer.common.tokens import release_counters
-
-        release_counters()
-        malloc_trim()
+        _release_tokenizer()
 
     def _on_event(self, event: Any) -> None:
         from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED
@@ -329,6 +317,14 @@ class CompactionJobs:
             self.events["max_instances"] += 1
             self._refused.set()  # the poller asks again once the run is counted finished
             log.info("compaction run refused: the last one is still finishing; retried")
+
+
+def _release_tokenizer() -> None:
+    """Drop the token counters and hand their memory back to the system."""
+    from summarizer.common.tokens import release_counters
+
+    release_counters()
+    malloc_trim()
 
 
 def _completion_key(event: str, agent_id: str, detail: bytes) -> str:
