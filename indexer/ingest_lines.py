@@ -58,6 +58,12 @@ class Batch:
     def quarantine(self, offset: int, line_no: int, error: str, data: bytes) -> None:
         self.quarantined.append((offset, line_no, error, data))
 
+    def quarantine_failure(self, offset: int, line_no: int, exc: Exception, data: bytes) -> None:
+        """Quarantine a line whose handling raised `exc` (a bug, not bad input). The log says
+        where it failed, not the message: it may quote the line, which is not redacted yet."""
+        log.error("quarantined %s line %d after %s", self.state.name, line_no, failure(exc))
+        self.quarantine(offset, line_no, f"{type(exc).__name__}: {exc}", data)
+
 
 def guarded_line(
     batch: Batch, raw: RawLine, line_no: int, cfg: IngestConfig, registry: AgentRegistry
@@ -72,9 +78,7 @@ def guarded_line(
     except sqlite3.Error:
         raise
     except Exception as e:  # one line must never stop ingest
-        # Not the message: it may quote the line, which is not redacted yet.
-        log.error("quarantined %s line %d after %s", batch.state.name, line_no, failure(e))
-        batch.quarantine(raw.offset, line_no, f"{type(e).__name__}: {e}", raw.data)
+        batch.quarantine_failure(raw.offset, line_no, e, raw.data)
 
 
 def guarded_event(
@@ -94,8 +98,7 @@ def guarded_event(
     except sqlite3.Error:
         raise
     except Exception as e:  # one event must never stop the import
-        log.error("quarantined %s line %d after %s", batch.state.name, line_no, failure(e))
-        batch.quarantine(offset, line_no, f"{type(e).__name__}: {e}", bytes(env.event))
+        batch.quarantine_failure(offset, line_no, e, bytes(env.event))
 
 
 def _ingest_line(

@@ -14,7 +14,6 @@ import msgspec
 
 from indexer import store, transcript_store
 from indexer.ingest_lines import Batch, guarded_event
-from indexer.logsafe import failure
 from indexer.spool import RawLine, split_lines
 from indexer.tailer import (
     Action,
@@ -180,9 +179,7 @@ class TranscriptImporter:
         except sqlite3.Error:
             raise
         except Exception as e:  # a record shape no rule foresaw must not stop the import (I6)
-            # Not the message: it may quote the record, which is not redacted yet.
-            log.error("quarantined %s line %d after %s", batch.state.name, line_no, failure(e))
-            batch.quarantine(raw.offset, line_no, f"{type(e).__name__}: {e}", raw.data)
+            batch.quarantine_failure(raw.offset, line_no, e, raw.data)
             return
         for event in events:
             guarded_event(batch, raw.offset, line_no, event, self.config, self.registry)
