@@ -67,23 +67,35 @@ def view_line(entry_id: int, e: Entry) -> ViewLine:
     )
 
 
+# A view file by (its folder, its name): the folder is a session id, or "" for the sessions
+# folder itself (the project-wide instruction view). Strings, not Paths: building a Path per
+# entry cost more than formatting its line.
+_Key = tuple[str, str]
+
+
 def view_files(paths: StatePaths, e: Entry) -> list[Path]:
     """Every view file an entry belongs to."""
-    session_dir = paths.session_dir(e.session_id)
+    return [_key_path(paths, key) for key in _view_keys(e)]
+
+
+def _view_keys(e: Entry) -> tuple[_Key, ...]:
+    """The (folder, file name) keys of every view file an entry belongs to."""
+    check_session_id(e.session_id)
     name = e.agent_id if e.agent_id != "main" and is_valid_view_name(e.agent_id) else "main"
-    files = [session_dir / f"{name}.jsonl"]
+    own = (e.session_id, f"{name}.jsonl")
     if e.event in INSTRUCTION_EVENTS:
-        files += [session_dir / AGENT_INSTRUCTIONS, paths.sessions / ALL_AGENT_INSTRUCTIONS]
-    return files
+        return own, (e.session_id, AGENT_INSTRUCTIONS), ("", ALL_AGENT_INSTRUCTIONS)
+    return (own,)
+
+
+def _key_path(paths: StatePaths, key: _Key) -> Path:
+    folder, file = key
+    return (paths.sessions / folder if folder else paths.sessions) / file
 
 
 _MAX_OPEN_VIEWS = 128
 _MAX_OPEN_DIRS = 32
 _FILE_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-# A view file by (its folder, its name): the folder is a session id, or "" for the sessions
-# folder itself (the project-wide instruction view). Strings, not Paths: building a Path per
-# entry cost more than formatting its line.
-_Key = tuple[str, str]
 
 
 class ViewWriter:
@@ -126,7 +138,7 @@ class ViewWriter:
             except (StateDirError, OSError) as e:
                 if not _is_refusal(e):
                     raise
-                refuse_symlink(self._path(name), e)
+                refuse_symlink(_key_path(self.paths, name), e)
                 continue
             last = self._last_seq.get(name)
             if last is None:
@@ -171,10 +183,6 @@ class ViewWriter:
         """Close every open view file."""
         self.forget()
 
-    def _path(self, name: _Key) -> Path:
-        folder, file = name
-        return (self.paths.sessions / folder if folder else self.paths.sessions) / file
-
     def _fd(self, name: _Key) -> int:
         fd = self._fds.pop(name, None)
         if fd is None:
@@ -212,16 +220,6 @@ class ViewWriter:
         if fd is not None:
             os.close(fd)
         self._last_seq.pop(name, None)
-
-
-def _view_keys(e: Entry) -> tuple[_Key, ...]:
-    """`view_files` as (folder, file name) keys."""
-    check_session_id(e.session_id)
-    name = e.agent_id if e.agent_id != "main" and is_valid_view_name(e.agent_id) else "main"
-    own = (e.session_id, f"{name}.jsonl")
-    if e.event in INSTRUCTION_EVENTS:
-        return own, (e.session_id, AGENT_INSTRUCTIONS), ("", ALL_AGENT_INSTRUCTIONS)
-    return (own,)
 
 
 def _is_refusal(error: Exception) -> bool:
