@@ -125,6 +125,7 @@ def drop(base: str, session_id: str, tool_use_id: str) -> None:
     except OSError:
         return
     try:
+        call_key = _key(tool_use_id)
         for name in os.listdir(fd):
             if not name.startswith("p-"):
                 continue
@@ -132,7 +133,7 @@ def drop(base: str, session_id: str, tool_use_id: str) -> None:
                 marker = loads(read_nofollow(name, dir_fd=fd))
             except (OSError, ValueError):
                 continue
-            if isinstance(marker, dict) and marker.get("call_key") == _key(tool_use_id):
+            if isinstance(marker, dict) and marker.get("call_key") == call_key:
                 _unlink(fd, name)
     finally:
         os.close(fd)
