@@ -282,7 +282,7 @@ class Ingestor:
         def unstorable(e: Entry, err: Exception) -> None:
             failed.append(e)
             error = f"cannot store the entry: {type(err).__name__}: {err}"
-            batch.quarantine(e.offset, e.line_no, error, bytes(batch.sources.get(e.offset, b"")))
+            batch.quarantine(e.offset, e.line_no, error, batch.source(e.offset))
 
         inserted = store.insert_entries(self.conn, [e for e, _ in batch.pending], unstorable)
         return inserted, len(failed)

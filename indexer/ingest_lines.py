@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -11,15 +12,19 @@ import msgspec
 from indexer.attribution import AgentRegistry
 from indexer.config import IngestConfig
 from indexer.logsafe import failure
-from indexer.models import Entry, Envelope, HookPayload
+from indexer.models import Entry, HookPayload
 from indexer.normalize import PayloadError, normalize
 from indexer.paths import is_valid_session_id
 from indexer.redact import redact_entry
 from indexer.spool import LineError, RawLine, decode_envelope, written_envelope
 from indexer.store import StoredEntry
 from indexer.tailer import FileState
+from indexer.transcript_records import IMPORT_PID, ImportedEvent
 
 log = logging.getLogger("ctxd.ingest")
+# A stored event's raw JSON, for a late quarantine: a spool line's bytes as read, or (an
+# imported event, which has no such bytes) a function that makes them on that rare path.
+EventSource = msgspec.Raw | Callable[[], bytes]
 _PAYLOAD = msgspec.json.Decoder(HookPayload)
 
 
@@ -52,11 +57,16 @@ class Batch:
         self.state = state
         self.stats = IngestStats()
         self.pending: list[tuple[Entry, HookPayload]] = []
-        self.sources: dict[int, msgspec.Raw] = {}  # offset -> raw event, for a late quarantine
+        self.sources: dict[int, EventSource] = {}  # offset -> raw event, for a late quarantine
         self.quarantined: list[tuple[int, int, str, bytes]] = []
 
     def quarantine(self, offset: int, line_no: int, error: str, data: bytes) -> None:
         self.quarantined.append((offset, line_no, error, data))
+
+    def source(self, offset: int) -> bytes:
+        """The raw event of the entry from `offset`, for its late quarantine."""
+        source = self.sources.get(offset)
+        return b"" if source is None else _source_bytes(source)
 
     def quarantine_failure(self, offset: int, line_no: int, exc: Exception, data: bytes) -> None:
         """Quarantine a line whose handling raised `exc` (a bug, not bad input). The log says
@@ -85,20 +95,30 @@ def guarded_event(
     batch: Batch,
     offset: int,
     line_no: int,
-    env: Envelope,
+    event: ImportedEvent,
     cfg: IngestConfig,
     registry: AgentRegistry,
 ) -> None:
     """Ingest one event built in memory (the transcript import) into `batch`, like a spool
-    line's: the same decoding, normalization, redaction and attribution, and the same
-    quarantine of anything that fails (I6)."""
+    line's: the same normalization, redaction and attribution of the same payload, and the
+    same quarantine of anything that fails (I6)."""
     try:
         batch.stats.lines += 1
-        _ingest_envelope(batch, offset, line_no, env, cfg, registry)
+        _ingest_payload(
+            batch,
+            offset,
+            line_no,
+            event.ts_ns,
+            IMPORT_PID,
+            event.payload,
+            event.event_json,
+            cfg,
+            registry,
+        )
     except sqlite3.Error:
         raise
     except Exception as e:  # one event must never stop the import
-        batch.quarantine_failure(offset, line_no, e, bytes(env.event))
+        batch.quarantine_failure(offset, line_no, e, event.event_json())
 
 
 def _ingest_line(
@@ -131,25 +151,34 @@ def _ingest_line(
             # a payload cannot forge an envelope.
             batch.quarantine(raw.offset, line_no, str(e), data)
             return
-    _ingest_envelope(batch, raw.offset, line_no, env, cfg, registry, payload)
+    if payload is None:
+        try:
+            payload = _PAYLOAD.decode(env.event)
+        except (msgspec.DecodeError, ValueError) as e:
+            error = _payload_error(e)
+            batch.quarantine(raw.offset, line_no, error, bytes(env.event))
+            return
+    _ingest_payload(
+        batch, raw.offset, line_no, env.ts_ns, env.pid, payload, env.event, cfg, registry
+    )
 
 
-def _ingest_envelope(
+def _ingest_payload(
     batch: Batch,
     offset: int,
     line_no: int,
-    env: Envelope,
+    ts_ns: int,
+    pid: int,
+    payload: HookPayload,
+    source: EventSource,
     cfg: IngestConfig,
     registry: AgentRegistry,
-    payload: HookPayload | None = None,
 ) -> None:
     try:
-        if payload is None:
-            payload = _PAYLOAD.decode(env.event)
         entry = normalize(
             payload,
-            ts_ns=env.ts_ns,
-            pid=env.pid,
+            ts_ns=ts_ns,
+            pid=pid,
             file_id=batch.state.file_id,
             offset=offset,
             line_no=line_no,
@@ -159,16 +188,23 @@ def _ingest_envelope(
         if not is_valid_session_id(entry.session_id):
             raise PayloadError(f"session_id {entry.session_id[:80]!r} is not a valid id")
         check_utf8(bytes(entry.detail))
-    except UnicodeDecodeError as e:
-        error = f"bad hook payload: not valid UTF-8 ({e.reason} at byte {e.start})"
-        batch.quarantine(offset, line_no, error, bytes(env.event))
-        return
     except (msgspec.DecodeError, ValueError) as e:
-        batch.quarantine(offset, line_no, f"bad hook payload: {e}", bytes(env.event))
+        batch.quarantine(offset, line_no, _payload_error(e), _source_bytes(source))
         return
     # Redacted before attribution: the agent table keeps the entry's description.
     batch.pending.append((registry.attribute(redact_entry(entry)), payload))
-    batch.sources[offset] = env.event
+    batch.sources[offset] = source
+
+
+def _payload_error(e: Exception) -> str:
+    if isinstance(e, UnicodeDecodeError):
+        return f"bad hook payload: not valid UTF-8 ({e.reason} at byte {e.start})"
+    return f"bad hook payload: {e}"
+
+
+def _source_bytes(source: EventSource) -> bytes:
+    """The raw event of a source: the spool's bytes, or an imported event's JSON made now."""
+    return bytes(source) if isinstance(source, msgspec.Raw) else source()
 
 
 def check_utf8(raw: bytes) -> None:

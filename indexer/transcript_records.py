@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from indexer.models import ENVELOPE_VERSION, Envelope
+from indexer.models import HookPayload
 from indexer.normalize import AGENT_TOOLS, reads_response
 from indexer.spool import repair_surrogates
 
@@ -97,6 +97,19 @@ class RecordError(ValueError):
     """A transcript line that cannot be read; the message says why."""
 
 
+class ImportedEvent(msgspec.Struct, frozen=True):
+    """One hook event rebuilt from a transcript line: its key's ts_ns (pid IMPORT_PID), its
+    payload, and the payload's fields in the order a hook would have sent them."""
+
+    ts_ns: int
+    payload: HookPayload
+    fields: dict[str, Any]
+
+    def event_json(self) -> bytes:
+        """The event as the hook would have spooled it: only a quarantine needs these bytes."""
+        return _ENCODE.encode(self.fields)
+
+
 @dataclass
 class ToolCall:
     """A tool_use waiting for its tool_result, and where its line starts."""
@@ -122,8 +135,17 @@ class Converter:
     # already given: a turn's end is marked by up to two system lines).
     last_text: str | None = None
     last_text_at: tuple[int, int] = (0, 0)  # its line's offset and the lines before it
+    # A path that is not UTF-8 (undecodable bytes in a file name) makes no hook payload
+    # (JSON is UTF-8): every event of such a file fails, as encoding it would.
+    path_error: UnicodeEncodeError | None = None
 
-    def convert(self, data: bytes, offset: int, line_no: int) -> list[Envelope]:
+    def __post_init__(self) -> None:
+        try:
+            self.transcript_path.encode("utf-8")
+        except UnicodeEncodeError as e:
+            self.path_error = e
+
+    def convert(self, data: bytes, offset: int, line_no: int) -> list[ImportedEvent]:
         """The events (as the hook would have spooled them) of one transcript line.
 
         Raises RecordError for a line that is not a transcript record.
@@ -173,7 +195,7 @@ class Converter:
 
     # --- per record type ---------------------------------------------------------------------
 
-    def _user(self, rec: TranscriptLine) -> list[Envelope]:
+    def _user(self, rec: TranscriptLine) -> list[ImportedEvent]:
         message = _message(rec)
         if rec.isCompactSummary:
             return [self._line(rec, "PostCompact", {"compact_summary": _text(message.content)})]
@@ -197,7 +219,8 @@ class Converter:
             }
             if block.is_error:
                 error = _error_text(response, block.content)
-                fields["error"] = error
+                # The payload keeps `error` as raw JSON, as a hook's payload decodes.
+                fields["error"] = msgspec.Raw(_ENCODE.encode(error))
                 fields["is_interrupt"] = "interrupted by user" in error
                 out.append(self._line(rec, "PostToolUseFailure", fields))
             else:
@@ -214,7 +237,7 @@ class Converter:
 
     def _subagent(
         self, rec: TranscriptLine, call: ToolCall, response: bytes, content: msgspec.Raw
-    ) -> list[Envelope]:
+    ) -> list[ImportedEvent]:
         """SubagentStart and SubagentStop of an agent that ran to completion (2.x results
         name it; a background agent's end is not in its launch result)."""
         try:
@@ -231,7 +254,7 @@ class Converter:
         stop = {**fields, "last_assistant_message": _text(content)}
         return [self._line(rec, "SubagentStart", fields), self._line(rec, "SubagentStop", stop)]
 
-    def _stop(self, rec: TranscriptLine) -> list[Envelope]:
+    def _stop(self, rec: TranscriptLine) -> list[ImportedEvent]:
         """The end of a main-thread turn (written when Claude Code ran the Stop hooks, 2.1+)."""
         text, self.last_text = self.last_text, None
         self.last_text_at = (0, 0)
@@ -239,12 +262,12 @@ class Converter:
             return []
         return [self._line(rec, "Stop", {"last_assistant_message": text})]
 
-    def _prompt(self, rec: TranscriptLine, prompt: str) -> list[Envelope]:
+    def _prompt(self, rec: TranscriptLine, prompt: str) -> list[ImportedEvent]:
         if rec.isMeta or not prompt.strip() or prompt.startswith(_NOT_PROMPTS):
             return []
         return [self._line(rec, "UserPromptSubmit", {"prompt": prompt})]
 
-    def _assistant(self, rec: TranscriptLine, offset: int, line_no: int) -> list[Envelope]:
+    def _assistant(self, rec: TranscriptLine, offset: int, line_no: int) -> list[ImportedEvent]:
         message = _message(rec)
         if isinstance(message.content, str):
             return []
@@ -267,7 +290,7 @@ class Converter:
                 out.append(self._line(rec, "PreToolUse", fields))
         return out
 
-    def _line(self, rec: TranscriptLine, event: str, fields: dict[str, Any]) -> Envelope:
+    def _line(self, rec: TranscriptLine, event: str, fields: dict[str, Any]) -> ImportedEvent:
         payload: dict[str, Any] = {
             "session_id": rec.sessionId,
             "transcript_path": self.transcript_path,
@@ -282,7 +305,10 @@ class Converter:
         payload.update(fields)  # a SubagentStart/Stop names its agent itself
         key = f"{rec.uuid}\x00{event}\x00{fields.get('tool_use_id') or fields.get('agent_id', '')}"
         ts_ns = event_ts_ns(rec.timestamp, key)
-        return Envelope(ENVELOPE_VERSION, ts_ns, IMPORT_PID, msgspec.Raw(_ENCODE.encode(payload)))
+        if self.path_error is not None:
+            raise UnicodeEncodeError(*self.path_error.args)
+        # Built as the payload decoded from the hook's JSON would be, without that JSON.
+        return ImportedEvent(ts_ns, HookPayload(**payload), payload)
 
 
 def _decode(data: bytes) -> TranscriptLine | None:
