@@ -14,7 +14,6 @@ import msgspec
 
 from indexer import store, transcript_store
 from indexer.ingest_lines import Batch, guarded_event
-from indexer.spool import RawLine, split_lines
 from indexer.tailer import (
     Action,
     FileState,
@@ -121,8 +120,9 @@ class TranscriptImporter:
         pos, line_no = state.offset, state.line_no
         while pos < size:
             chunk = read_chunk(fd, pos, size, self.config.batch_bytes, self.config.max_line_bytes)
-            lines, consumed = split_lines(chunk, pos)
-            if not lines:
+            # Lines are cut from the chunk as they are read: no list of lines is built.
+            consumed = chunk.rfind(b"\n") + 1
+            if not consumed:
                 if len(chunk) < self.config.max_line_bytes:
                     return  # a partial last line: not yet written (I4); read it next time
                 end = next_newline(fd, pos, size)
@@ -140,9 +140,8 @@ class TranscriptImporter:
             registry = self.registry
             try:
                 with store.transaction(self.conn):
-                    for raw in lines:
-                        line_no += 1
-                        self._line(batch, converter, raw, line_no)
+                    first = line_no
+                    line_no = self._lines(batch, converter, chunk, consumed, pos, line_no)
                     batch.pending = transcript_store.separate_keys(self.conn, batch.pending)
                     self.writer.ingestor.store_batch(batch)
                     registry.flush()
@@ -156,7 +155,7 @@ class TranscriptImporter:
             except BaseException:
                 registry.reset()
                 raise
-            stats.lines += len(lines)
+            stats.lines += line_no - first
             stats.bytes += consumed
             stats.entries += batch.stats.entries
             stats.duplicates += batch.stats.duplicates
@@ -164,25 +163,41 @@ class TranscriptImporter:
             if self.writer.ingestor.on_batch is not None and batch.stats.inserted:
                 self.writer.ingestor.on_batch(batch.stats)
 
-    def _line(self, batch: Batch, converter: Converter, raw: RawLine, line_no: int) -> None:
-        if not raw.data or raw.data.isspace():  # isspace stops at the first other byte
+    def _lines(
+        self, batch: Batch, converter: Converter, buf: bytes, end: int, pos: int, line_no: int
+    ) -> int:
+        """Import the lines of `buf` (read at `pos`) up to `end`, just after a line's b"\\n";
+        return the last line's number."""
+        start = 0
+        find = buf.find
+        while start < end:
+            stop = find(b"\n", start)
+            line_no += 1
+            self._line(batch, converter, buf[start:stop], pos + start, line_no)
+            start = stop + 1
+        return line_no
+
+    def _line(
+        self, batch: Batch, converter: Converter, data: bytes, offset: int, line_no: int
+    ) -> None:
+        if not data or data.isspace():  # isspace stops at the first other byte
             return
-        if len(raw.data) > self.config.max_line_bytes:
-            error = f"line exceeds [ingest] max_line_bytes ({len(raw.data)} bytes)"
-            batch.quarantine(raw.offset, line_no, error, raw.data)
+        if len(data) > self.config.max_line_bytes:
+            error = f"line exceeds [ingest] max_line_bytes ({len(data)} bytes)"
+            batch.quarantine(offset, line_no, error, data)
             return
         try:
-            events = converter.convert(raw.data, raw.offset, line_no)
+            events = converter.convert(data, offset, line_no)
         except RecordError as e:
-            batch.quarantine(raw.offset, line_no, str(e), raw.data)
+            batch.quarantine(offset, line_no, str(e), data)
             return
         except sqlite3.Error:
             raise
         except Exception as e:  # a record shape no rule foresaw must not stop the import (I6)
-            batch.quarantine_failure(raw.offset, line_no, e, raw.data)
+            batch.quarantine_failure(offset, line_no, e, data)
             return
         for event in events:
-            guarded_event(batch, raw.offset, line_no, event, self.config, self.registry)
+            guarded_event(batch, offset, line_no, event, self.config, self.registry)
 
     def _save(self, fd: int, state: FileState, offset: int, line_no: int) -> FileState:
         new = advanced(state, fd, offset, line_no)
