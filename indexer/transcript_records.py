@@ -135,15 +135,6 @@ class Converter:
     # already given: a turn's end is marked by up to two system lines).
     last_text: str | None = None
     last_text_at: tuple[int, int] = (0, 0)  # its line's offset and the lines before it
-    # A path that is not UTF-8 (undecodable bytes in a file name) makes no hook payload
-    # (JSON is UTF-8): every event of such a file fails, as encoding it would.
-    path_error: UnicodeEncodeError | None = None
-
-    def __post_init__(self) -> None:
-        try:
-            self.transcript_path.encode("utf-8")
-        except UnicodeEncodeError as e:
-            self.path_error = e
 
     def convert(self, data: bytes, offset: int, line_no: int) -> list[ImportedEvent]:
         """The events (as the hook would have spooled them) of one transcript line.
@@ -305,10 +296,13 @@ class Converter:
         payload.update(fields)  # a SubagentStart/Stop names its agent itself
         key = f"{rec.uuid}\x00{event}\x00{fields.get('tool_use_id') or fields.get('agent_id', '')}"
         ts_ns = event_ts_ns(rec.timestamp, key)
-        if self.path_error is not None:
-            raise UnicodeEncodeError(*self.path_error.args)
-        # Built as the payload decoded from the hook's JSON would be, without that JSON.
-        return ImportedEvent(ts_ns, HookPayload(**payload), payload)
+        return ImportedEvent(ts_ns, _payload(payload), payload)
+
+
+def _payload(fields: dict[str, Any]) -> HookPayload:
+    """The payload that decoding the fields' JSON would give, built without that JSON (the
+    fields hold what the payload keeps raw, such as `error`, as msgspec.Raw)."""
+    return HookPayload(**fields)
 
 
 def _decode(data: bytes) -> TranscriptLine | None:
