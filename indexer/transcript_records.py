@@ -142,19 +142,9 @@ class Converter:
         Raises RecordError for a line that is not a transcript record.
         """
         try:
-            rec = _decode(data)
-        except (msgspec.DecodeError, ValueError) as e:
-            # A lone UTF-16 surrogate escape (seen in Windows sessions) fails the whole line:
-            # replaced by U+FFFD, as the spool's decoder does.
-            repaired = repair_surrogates(data)
-            if repaired == data:
-                raise RecordError(f"not a transcript record: {e}") from e
-            try:
-                rec = _decode(repaired)
-            except (msgspec.DecodeError, ValueError) as e2:
-                raise RecordError(f"not a transcript record: {e2}") from e2
-        except RecursionError as e:  # msgspec's own depth check: cheaper than a pre-scan
-            raise RecordError("not a transcript record: JSON nested too deep") from e
+            rec: TranscriptLine | None = _LINE.decode(data)  # every record the corpus holds
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            rec = _decode_odd(data)
         if rec is None:
             return []
         if rec.type == "user":
@@ -303,6 +293,25 @@ def _payload(fields: dict[str, Any]) -> HookPayload:
     """The payload that decoding the fields' JSON would give, built without that JSON (the
     fields hold what the payload keeps raw, such as `error`, as msgspec.Raw)."""
     return HookPayload(**fields)
+
+
+def _decode_odd(data: bytes) -> TranscriptLine | None:
+    """The record of a line that does not decode as a TranscriptLine as it stands: a type that
+    gives no event, a lone surrogate escape, or no record at all (RecordError)."""
+    try:
+        return _decode(data)
+    except (msgspec.DecodeError, ValueError) as e:
+        # A lone UTF-16 surrogate escape (seen in Windows sessions) fails the whole line:
+        # replaced by U+FFFD, as the spool's decoder does.
+        repaired = repair_surrogates(data)
+        if repaired == data:
+            raise RecordError(f"not a transcript record: {e}") from e
+        try:
+            return _decode(repaired)
+        except (msgspec.DecodeError, ValueError) as e2:
+            raise RecordError(f"not a transcript record: {e2}") from e2
+    except RecursionError as e:  # msgspec's own depth check: cheaper than a pre-scan
+        raise RecordError("not a transcript record: JSON nested too deep") from e
 
 
 def _decode(data: bytes) -> TranscriptLine | None:
