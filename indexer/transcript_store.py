@@ -124,12 +124,17 @@ def separate_keys(
         held.update(dict.fromkeys(chunk))
         held.update(_holders(conn, f"ts_ns IN ({','.join('?' * len(chunk))})", chunk))
     out: list[tuple[Entry, HookPayload]] = []
-    for entry, payload in pending:
+    for item in pending:
+        entry, payload = item
         if entry.pid != IMPORT_PID:
-            out.append((entry, payload))
+            out.append(item)
             continue
         me = _identity(entry)
         ts_ns = entry.ts_ns
+        if held.get(ts_ns, me) is None:  # nearly every event: a key nothing holds yet
+            held[ts_ns] = me
+            out.append(item)
+            continue
         while (other := _holder(conn, held, ts_ns)) is not None and other != me:
             ts_ns += 1  # still within the record's millisecond, but for one in a million
         held[ts_ns] = me
