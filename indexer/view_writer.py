@@ -34,17 +34,20 @@ class _SeqOnly(msgspec.Struct):
 _SEQ = msgspec.json.Decoder(_SeqOnly)
 
 
-_LAST_SECOND: list[tuple[int, str]] = [(-1, "")]  # events come in bursts within a second
+# Events come in bursts within a minute (an imported session's: seconds apart): the date and
+# time up to the minute are formatted once per minute.
+_LAST_MINUTE: list[tuple[int, str]] = [(-1, "")]
 
 
 def iso_utc(ts_ns: int) -> str:
     """UTC ISO-8601 with milliseconds and a `Z` suffix."""
     seconds, rem = divmod(ts_ns, 1_000_000_000)
-    last, prefix = _LAST_SECOND[0]
-    if seconds != last:
-        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-        _LAST_SECOND[0] = (seconds, prefix)
-    return f"{prefix}.{rem // 1_000_000:03d}Z"
+    minute, second = divmod(seconds, 60)  # UTC minutes have 60 seconds (POSIX time)
+    last, prefix = _LAST_MINUTE[0]
+    if minute != last:
+        prefix = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(seconds))
+        _LAST_MINUTE[0] = (minute, prefix)
+    return f"{prefix}:{second:02d}.{rem // 1_000_000:03d}Z"
 
 
 def view_line(entry_id: int, e: Entry) -> ViewLine:
