@@ -7,7 +7,7 @@ deduplicated away), one file per copy, until --mb megabytes, dated a day back (f
   2. convert: the import's own part alone: read, split and turn every line into the hook
      events it gives (transcript_records.Converter), nothing stored;
   3. import: TranscriptImporter over every file into a fresh index (convert, then the ingest
-     path every hook event takes: decode, normalize, redact, attribute, commit, views);
+     path every hook event takes: normalize, redact, attribute, commit, views);
   1, 2 and 3 alternate for --rounds rounds (plus a last bare round); the best of each is
   compared, and import minus convert is what the shared ingest path costs;
   4. re-run with nothing new: in process, and the whole `ctxd import PATH` process;
@@ -146,7 +146,7 @@ def profile(state: Path, files: list[Path]) -> None:
         print(f"  {label}: {took:.2f} s ({took / total:.0%})")
     rest = total - listed
     print(
-        f"  the rest (reads, line splits, payload decode, commits, setup): {rest:.2f} s"
+        f"  the rest (reads, line splits, key separation, commits, setup): {rest:.2f} s"
         f" ({rest / total:.0%})"
     )
 
