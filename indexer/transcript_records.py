@@ -137,7 +137,7 @@ class Converter:
     last_text_at: tuple[int, int] = (0, 0)  # its line's offset and the lines before it
 
     def convert(self, data: bytes, offset: int, line_no: int) -> list[ImportedEvent]:
-        """The events (as the hook would have spooled them) of one transcript line.
+        """The hook events of one transcript line, with the payloads a hook would have sent.
 
         Raises RecordError for a line that is not a transcript record.
         """
