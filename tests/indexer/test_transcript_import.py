@@ -497,3 +497,18 @@ def test_leaving_out_unread_tool_responses_changes_no_entry(
 
     assert everything(trimmed) == everything(full)
     assert len(everything(full)) > 1000
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_with_a_warning_and_the_rest_imported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lines = CHICKEN_TRANSCRIPT.read_bytes().splitlines(keepends=True)[:60]
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(b"".join(lines))
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/odd-\xff.jsonl"))
+    odd.write_bytes(b"".join(lines))
+    with caplog.at_level("WARNING", logger="ctxd.import"):
+        stats = _import(tmp_path / ".ctxd", [odd, good])
+    assert stats.files == 2 and stats.changed == 1
+    assert len(_rows(tmp_path / ".ctxd")) > 0
+    assert any("not valid UTF-8" in r.getMessage() for r in caplog.records)
