@@ -12,15 +12,13 @@ from indexer.attribution import AgentRegistry
 from indexer.config import IngestConfig
 from indexer.logsafe import failure
 from indexer.models import Entry, Envelope, HookPayload
-from indexer.normalize import PayloadError, normalize
-from indexer.paths import is_valid_session_id
-from indexer.redact import redact_entry
-from indexer.spool import LineError, RawLine, decode_envelope, written_envelope
+from indexer.prepare import Prepared, event_of, prepare_envelope, prepare_line
+from indexer.spool import RawLine
 from indexer.store import StoredEntry
 from indexer.tailer import FileState
 
 log = logging.getLogger("ctxd.ingest")
-_PAYLOAD = msgspec.json.Decoder(HookPayload)
+_NO_PAYLOAD = HookPayload()  # a line with neither field the session catalog reads
 
 
 @dataclass
@@ -52,11 +50,19 @@ class Batch:
         self.state = state
         self.stats = IngestStats()
         self.pending: list[tuple[Entry, HookPayload]] = []
-        self.sources: dict[int, msgspec.Raw] = {}  # offset -> raw event, for a late quarantine
+        # For a late quarantine (an entry that cannot be stored): offset -> its raw event, or
+        # the spool line it came from (the event is found again only for the rare bad entry).
+        self.sources: dict[int, msgspec.Raw] = {}
+        self.lines: dict[int, bytes] = {}
         self.quarantined: list[tuple[int, int, str, bytes]] = []
 
     def quarantine(self, offset: int, line_no: int, error: str, data: bytes) -> None:
         self.quarantined.append((offset, line_no, error, data))
+
+    def source(self, offset: int) -> bytes:
+        """The raw event of the entry at `offset`, for its quarantine."""
+        line = self.lines.get(offset)
+        return event_of(line) if line is not None else bytes(self.sources.get(offset, b""))
 
     def quarantine_failure(self, offset: int, line_no: int, exc: Exception, data: bytes) -> None:
         """Quarantine a line whose handling raised `exc` (a bug, not bad input). The log says
@@ -81,6 +87,17 @@ def guarded_line(
         batch.quarantine_failure(raw.offset, line_no, e, raw.data)
 
 
+def guarded_take(batch: Batch, p: Prepared, registry: AgentRegistry, line: bytes) -> None:
+    """Add one line prepared elsewhere (the prepare worker) to `batch`, like `guarded_line`."""
+    try:
+        if take(batch, p, registry):
+            batch.lines[p.offset] = line
+    except sqlite3.Error:
+        raise
+    except Exception as e:  # one line must never stop ingest
+        batch.quarantine_failure(p.offset, p.line_no, e, line)
+
+
 def guarded_event(
     batch: Batch,
     offset: int,
@@ -93,93 +110,35 @@ def guarded_event(
     line's: the same decoding, normalization, redaction and attribution, and the same
     quarantine of anything that fails (I6)."""
     try:
-        batch.stats.lines += 1
-        _ingest_envelope(batch, offset, line_no, env, cfg, registry)
+        p = prepare_envelope(offset, line_no, env, batch.state.file_id, cfg)
+        if take(batch, p, registry):
+            batch.sources[offset] = env.event
     except sqlite3.Error:
         raise
     except Exception as e:  # one event must never stop the import
         batch.quarantine_failure(offset, line_no, e, bytes(env.event))
 
 
+def take(batch: Batch, p: Prepared, registry: AgentRegistry) -> bool:
+    """Add a prepared line to `batch`: its entry, attributed, or its quarantine. True if an
+    entry was added (the caller keeps its source for a late quarantine)."""
+    batch.stats.lines += 1
+    if p.error:
+        if p.failure:
+            log.error("quarantined %s line %d after %s", batch.state.name, p.line_no, p.failure)
+        batch.quarantine(p.offset, p.line_no, p.error, p.data)
+        return False
+    if p.entry is None:
+        return False  # a blank line
+    payload = _NO_PAYLOAD
+    if p.session_title or p.reason:
+        payload = HookPayload(session_title=p.session_title, reason=p.reason)
+    batch.pending.append((registry.attribute(p.entry), payload))
+    return True
+
+
 def _ingest_line(
     batch: Batch, raw: RawLine, line_no: int, cfg: IngestConfig, registry: AgentRegistry
 ) -> None:
-    batch.stats.lines += 1
-    data = raw.data
-    if not data.strip():
-        return  # the separator a hook adds after a torn fragment
-    if len(data) > cfg.max_line_bytes:
-        # A long line that fits in one read chunk (batch_bytes > max_line_bytes) must be
-        # judged like one that does not: quarantined whatever the chunk boundaries.
-        error = f"line exceeds [ingest] max_line_bytes ({len(data)} bytes)"
-        batch.quarantine(raw.offset, line_no, error, data)
-        return
-    # The hook's own layout is read without decoding the envelope: one decode of the event.
-    env = written_envelope(data)
-    payload = None
-    if env is not None:
-        try:
-            payload = _PAYLOAD.decode(env.event)
-        except (msgspec.DecodeError, ValueError):
-            env = None  # the whole decode below says what is wrong with the line
-    if env is None:
-        try:
-            env = decode_envelope(data)
-        except LineError as e:
-            # A torn fragment (hook killed mid-write) is a line of its own: the next hook
-            # starts on a fresh line (I2). Nothing inside a line is salvaged as a record, so
-            # a payload cannot forge an envelope.
-            batch.quarantine(raw.offset, line_no, str(e), data)
-            return
-    _ingest_envelope(batch, raw.offset, line_no, env, cfg, registry, payload)
-
-
-def _ingest_envelope(
-    batch: Batch,
-    offset: int,
-    line_no: int,
-    env: Envelope,
-    cfg: IngestConfig,
-    registry: AgentRegistry,
-    payload: HookPayload | None = None,
-) -> None:
-    try:
-        if payload is None:
-            payload = _PAYLOAD.decode(env.event)
-        entry = normalize(
-            payload,
-            ts_ns=env.ts_ns,
-            pid=env.pid,
-            file_id=batch.state.file_id,
-            offset=offset,
-            line_no=line_no,
-            max_text_chars=cfg.max_text_chars,
-            max_detail_bytes=cfg.max_detail_bytes,
-        )
-        if not is_valid_session_id(entry.session_id):
-            raise PayloadError(f"session_id {entry.session_id[:80]!r} is not a valid id")
-        check_utf8(bytes(entry.detail))
-    except UnicodeDecodeError as e:
-        error = f"bad hook payload: not valid UTF-8 ({e.reason} at byte {e.start})"
-        batch.quarantine(offset, line_no, error, bytes(env.event))
-        return
-    except (msgspec.DecodeError, ValueError) as e:
-        batch.quarantine(offset, line_no, f"bad hook payload: {e}", bytes(env.event))
-        return
-    # Redacted before attribution: the agent table keeps the entry's description.
-    batch.pending.append((registry.attribute(redact_entry(entry)), payload))
-    batch.sources[offset] = env.event
-
-
-def check_utf8(raw: bytes) -> None:
-    """Reject invalid UTF-8 in raw JSON that is stored as is (`detail`).
-
-    msgspec validates every string it decodes but not the bytes of a Raw member: invalid UTF-8
-    there would be stored and break every later decode of it. Only the stored raw part needs
-    the check, which keeps it off the rest of the (often large) line.
-    """
-    if not raw.isascii():
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise PayloadError(f"event is not valid UTF-8 ({e.reason} at byte {e.start})") from e
+    if take(batch, prepare_line(raw, line_no, batch.state.file_id, cfg), registry):
+        batch.lines[raw.offset] = raw.data
