@@ -250,11 +250,20 @@ def test_a_worker_answering_garbage_is_given_up(
 
 @pytest.mark.parametrize(
     ("enabled", "batch_bytes", "expected"),
-    [(True, BATCH_BYTES, True), (False, BATCH_BYTES, False), (True, 1 << 30, False)],
-    ids=["backlog", "switched-off", "small-backlog"],
+    [
+        (True, BATCH_BYTES, True),
+        (False, BATCH_BYTES, False),
+        (None, BATCH_BYTES, False),
+        (True, 1 << 30, False),
+    ],
+    ids=["backlog", "switched-off", "off-by-default", "small-backlog"],
 )
 def test_the_worker_starts_only_when_enabled_and_worth_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool, batch_bytes: int, expected: bool
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    enabled: bool | None,
+    batch_bytes: int,
+    expected: bool,
 ) -> None:
     started: list[int] = []
     real: Callable[..., None] = PrepareWorker.__init__
@@ -265,7 +274,8 @@ def test_the_worker_starts_only_when_enabled_and_worth_it(
 
     monkeypatch.setattr(PrepareWorker, "__init__", init)
     paths = _spool(tmp_path / "state")
-    config = Config(ingest=IngestConfig(batch_bytes=batch_bytes, prepare_worker=enabled))
+    switch = {} if enabled is None else {"prepare_worker": enabled}
+    config = Config(ingest=IngestConfig(batch_bytes=batch_bytes, **switch))
     catch_up(paths, config)
     assert bool(started) is expected
     _no_child_left()
@@ -277,7 +287,7 @@ def _children(pid: int) -> list[str]:
 
 def test_the_daemon_has_no_child_once_the_backlog_is_in(tmp_path: Path) -> None:
     paths = _spool(tmp_path / "state")
-    paths.config.write_text(f"[ingest]\nbatch_bytes = {BATCH_BYTES}\n")
+    paths.config.write_text(f"[ingest]\nbatch_bytes = {BATCH_BYTES}\nprepare_worker = true\n")
     expected = len(_index_reference_lines(paths))
     env = clean_env(PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
