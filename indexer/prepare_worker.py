@@ -81,7 +81,11 @@ class PrepareWorker:
         self.is_ready = False
         self.in_flight: tuple[int, int] | None = None  # (file_id, offset) of the batch sent
         self._decoder = msgspec.json.Decoder(Reply)
-        self._send([msgspec.json.encode(cfg)], time.monotonic() + RESULT_TIMEOUT_S)
+        try:
+            self._send([msgspec.json.encode(cfg)], time.monotonic() + RESULT_TIMEOUT_S)
+        except WorkerFailedError:
+            self.close()
+            raise
 
     @property
     def pid(self) -> int:
@@ -124,20 +128,18 @@ class PrepareWorker:
     def close(self) -> None:
         """Stop the worker and reap it: it never outlives the pass (no orphan, no zombie)."""
         proc = self._proc
-        if proc.poll() is None:
-            if self.in_flight is not None or not self.is_ready:
-                proc.kill()  # pure work only: nothing to finish or flush
-            else:
-                with contextlib.suppress(OSError):
-                    os.close(self._to)  # end of input: the worker exits
+        if proc.poll() is None and (self.in_flight is not None or not self.is_ready):
+            proc.kill()  # pure work only: nothing to finish or flush
+        # Closed through their file objects only (never os.close on the number: another
+        # thread of the daemon may get that number at once). End of input: the worker exits.
+        for f in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                f.close()  # type: ignore[union-attr]
         try:
             proc.wait(timeout=5.0)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        for f in (proc.stdin, proc.stdout):
-            with contextlib.suppress(OSError):
-                f.close()  # type: ignore[union-attr]
 
     def _send(self, frames: list[bytes | memoryview], deadline: float) -> None:
         for frame in frames:

@@ -23,7 +23,7 @@ from indexer.hook import build_line
 from indexer.ingest import Ingestor
 from indexer.paths import StatePaths
 from indexer.prepare_worker import PrepareWorker
-from indexer.writer import catch_up
+from indexer.writer import catch_up, open_writer, writer_lock
 
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason="needs the hook corpus")
 
@@ -323,3 +323,36 @@ def _entries(paths: StatePaths) -> int:
         return int(query(paths.root, "SELECT count(*) FROM entries")[0][0])
     except sqlite3.Error:
         return -1
+
+
+def test_a_pass_told_to_stop_ends_its_worker_and_the_next_pass_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reference: dict[str, Any]
+) -> None:
+    used = _count_results(monkeypatch)
+    paths = _spool(tmp_path / "state")
+    batches: list[int] = []
+    with writer_lock(paths):
+        writer = open_writer(paths, _config(worker=True))
+        try:
+            writer.start()
+            write_views = writer.ingestor.on_batch
+            assert write_views is not None
+
+            def on_batch(stats: Any) -> None:
+                batches.append(stats.lines)
+                write_views(stats)
+
+            writer.ingestor.on_batch = on_batch
+            # Asked between batches: stop once the worker has prepared a few of them.
+            writer.ingestor.should_stop = lambda: len(used) >= 3
+            first = writer.pass_once()
+            _no_child_left()
+            assert len(used) == 3 and first.lines == sum(batches)
+            writer.ingestor.should_stop = None
+            while writer.pass_once().lines:
+                pass
+        finally:
+            writer.close()
+    _no_child_left()
+    assert len(set(used)) == 2  # a worker for each pass
+    _exactly_once(paths, reference)
