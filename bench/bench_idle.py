@@ -6,6 +6,9 @@ no pass for a while), then samples /proc/<pid>/stat and /proc/<pid>/status:
   1. idle for --idle-s seconds (goal < 0.5% of a core, RSS <= 60 MB);
   2. while it ingests M more events dropped into the spool at once (goal: peak RSS <= 100 MB);
   3. during the compaction that follows, until the context files cover every entry.
+CPU and RSS are those of the daemon and its child processes together (the prepare worker it
+starts for the backlog of phase 2 with `--worker on`, the default here; `--worker default`
+leaves the config as `ctxd init` writes it).
 
     python bench/bench_idle.py                 # 200,000 indexed, then 1,000,000 ingested, 60 s idle
     python bench/bench_idle.py --quick         # 20,000, then 50,000, 45 s idle
@@ -32,7 +35,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_ingest import build_spool  # noqa: E402
 
-from indexer.config import Config  # noqa: E402
+from indexer.config import Config, IngestConfig  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from indexer.writer import catch_up  # noqa: E402
 
@@ -49,6 +52,7 @@ class Phase:
     cpu_s: float = 0.0
     rss_mb: list[float] = field(default_factory=list)
     load: str = ""  # the machine's load average at the end of the phase
+    children: int = 0  # the most child processes (prepare workers) seen at once
 
     def line(self) -> str:
         share = 100 * self.cpu_s / self.wall_s if self.wall_s else 0.0
@@ -58,7 +62,7 @@ class Phase:
         return (
             f"  {self.name:<28} {self.wall_s:7.1f} s  CPU {share:6.2f}% of a core  "
             f"RSS peak {peak:6.1f} MB, median {median:6.1f}, at end {last:6.1f} MB  "
-            f"(load {self.load})"
+            f"children up to {self.children}  (load {self.load})"
         )
 
 
@@ -111,7 +115,9 @@ def sample(pid: int, name: str, until: Callable[[], bool], min_s: float = 0.0) -
     t0, c0 = time.monotonic(), cpu_seconds(pid)
     while True:
         time.sleep(SAMPLE_S)
-        phase.rss_mb.append(tree_mb(pid, "VmRSS"))
+        members = tree(pid)
+        phase.children = max(phase.children, len(members) - 1)
+        phase.rss_mb.append(sum(status_mb(member, "VmRSS") for member in members))
         elapsed = time.monotonic() - t0
         if elapsed >= min_s and until():
             break
@@ -167,15 +173,24 @@ def main() -> int:
     parser.add_argument("--ingest", type=int, default=1_000_000, help="ingested while sampling")
     parser.add_argument("--idle-s", type=float, default=60.0, help="idle sampling period")
     parser.add_argument("--quick", action="store_true", help="20,000 / 50,000 events, 45 s idle")
+    parser.add_argument(
+        "--worker",
+        choices=("on", "off", "default"),
+        default="on",
+        help="[ingest] prepare_worker of the daemon (on: the RSS then sums both processes)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.events, args.ingest, args.idle_s = 20_000, 50_000, 45.0
     with tempfile.TemporaryDirectory() as tmp:
         paths = StatePaths(Path(tmp) / "state")
         paths.ensure()
+        if args.worker != "default":
+            on = "true" if args.worker == "on" else "false"
+            paths.config.write_text(f"[ingest]\nprepare_worker = {on}\n")
         t = time.perf_counter()
         build_spool(paths.spool, args.events)
-        catch_up(paths, Config())
+        catch_up(paths, Config(ingest=IngestConfig(prepare_worker=False)))
         print(f"indexed {args.events:,} events in {time.perf_counter() - t:.1f} s", flush=True)
         staging = Path(tmp) / "staging"
         # The same payloads again, as new sessions: later timestamps and other segment names.

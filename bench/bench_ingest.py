@@ -11,7 +11,10 @@ Then measures, in this process:
      the per-agent views) on a fresh state dir, the figure that counts; the rate of the first
      and of the last W events (W = 100,000, or a quarter of a smaller run) as the index grows;
   3. the time per event of each stage of that same pass (a few timer calls per event:
-     `--no-stages` leaves them out).
+     `--no-stages` leaves them out), and the CPU time of the writer and of its prepare worker.
+
+The pass uses a prepare worker process, as the daemon does for a backlog; `--no-worker`
+prepares every line in the writer's own process.
 
     python bench/bench_ingest.py [--events 200000]
     python bench/bench_ingest.py --full        # 1,000,000 events: ~2.7 GB spool + ~1 GB index
@@ -37,11 +40,12 @@ import msgspec
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from indexer import ingest_lines, spool, store  # noqa: E402
-from indexer.config import Config  # noqa: E402
+from indexer import prepare, spool, store  # noqa: E402
+from indexer.config import Config, IngestConfig  # noqa: E402
 from indexer.hook import build_line  # noqa: E402
 from indexer.ingest import Ingestor  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
+from indexer.prepare_worker import PrepareWorker  # noqa: E402
 from indexer.spool import repair_surrogates  # noqa: E402
 from indexer.writer import IndexWriter, open_writer  # noqa: E402
 from summarizer.cli.demo_session import demo_session  # noqa: E402
@@ -127,7 +131,16 @@ def bare_decode(spool_dir: Path) -> tuple[float, int]:
 class Stages:
     """Time spent in each stage of a pass, by wrapping the functions the ingest calls."""
 
-    NAMES = ("line guard", "decode", "normalize", "redaction", "attribution", "insert")
+    NAMES = (
+        "line guard",
+        "decode",
+        "normalize",
+        "redaction",
+        "attribution",
+        "insert",
+        "worker: send",
+        "worker: wait, receive, decode",
+    )
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(self.NAMES, 0.0)
@@ -147,28 +160,32 @@ class Stages:
 
     def install(self, writer: IndexWriter) -> Callable[[], None]:
         """Wrap the stages of `writer`'s pass; return what undoes it."""
-        saved = (spool.nesting_error, ingest_lines.decode_envelope, ingest_lines._PAYLOAD)
-        saved += (ingest_lines.normalize, ingest_lines.redact_entry, ingest_lines.written_envelope)
-        payload = ingest_lines._PAYLOAD
+        saved = (spool.nesting_error, prepare.decode_envelope, prepare._PAYLOAD)
+        saved += (prepare.normalize, prepare.redact_entry, prepare.written_envelope)
+        saved += (PrepareWorker.submit, PrepareWorker.result)
+        payload = prepare._PAYLOAD
 
         # The payload decode counts as decode.
         decoder = types.SimpleNamespace(decode=self.timed("decode", payload.decode))
 
         guard = self.timed("line guard", spool.nesting_error)
         spool.nesting_error = guard
-        ingest_lines.decode_envelope = self.timed("decode", saved[1])
-        ingest_lines.written_envelope = self.timed("decode", saved[5])  # the guard runs inside
-        ingest_lines._PAYLOAD = decoder  # type: ignore[assignment]
-        ingest_lines.normalize = self.timed("normalize", saved[3])
-        ingest_lines.redact_entry = self.timed("redaction", saved[4])
+        prepare.decode_envelope = self.timed("decode", saved[1])
+        prepare.written_envelope = self.timed("decode", saved[5])  # the guard runs inside
+        prepare._PAYLOAD = decoder  # type: ignore[assignment]
+        prepare.normalize = self.timed("normalize", saved[3])
+        prepare.redact_entry = self.timed("redaction", saved[4])
+        PrepareWorker.submit = self.timed("worker: send", saved[6])  # type: ignore[method-assign]
+        PrepareWorker.result = self.timed("worker: wait, receive, decode", saved[7])  # type: ignore[method-assign]
         ingestor = writer.ingestor
         ingestor.registry.attribute = self.timed("attribution", ingestor.registry.attribute)
         ingestor._store = self.timed("insert", ingestor._store)  # type: ignore[method-assign]
 
         def undo() -> None:
-            spool.nesting_error, ingest_lines.decode_envelope, ingest_lines._PAYLOAD = saved[:3]
-            ingest_lines.normalize, ingest_lines.redact_entry = saved[3:5]
-            ingest_lines.written_envelope = saved[5]
+            spool.nesting_error, prepare.decode_envelope, prepare._PAYLOAD = saved[:3]
+            prepare.normalize, prepare.redact_entry = saved[3:5]
+            prepare.written_envelope = saved[5]
+            PrepareWorker.submit, PrepareWorker.result = saved[6:8]  # type: ignore[method-assign]
 
         return undo
 
@@ -180,9 +197,11 @@ class Stages:
         return [f"    {name:<42} {1e6 * sec / n:7.1f} µs/event" for name, sec in s.items()]
 
 
-def run_pass(paths: StatePaths, n: int, stages: Stages | None) -> tuple[float, list[str]]:
+def run_pass(
+    paths: StatePaths, n: int, stages: Stages | None, worker: bool
+) -> tuple[float, list[str]]:
     """One daemon pass with views; return its seconds and the lines to print."""
-    writer = open_writer(paths, Config())
+    writer = open_writer(paths, Config(ingest=IngestConfig(prepare_worker=worker)))
     writer.start()
     undo = stages.install(writer) if stages else (lambda: None)
     progress: list[tuple[float, int]] = []
@@ -200,9 +219,11 @@ def run_pass(paths: StatePaths, n: int, stages: Stages | None) -> tuple[float, l
 
     writer.ingestor.on_batch = on_batch
     try:
+        cpu0 = os.times()
         t0 = time.perf_counter()
         stats = writer.pass_once()
         total_s = time.perf_counter() - t0
+        cpu1 = os.times()  # the worker is reaped at the end of the pass: its CPU is counted
     finally:
         undo()
         writer.close()
@@ -210,12 +231,19 @@ def run_pass(paths: StatePaths, n: int, stages: Stages | None) -> tuple[float, l
     window = min(WINDOW, n // 4)
     first = _window_rate([(t0, 0), *progress], 0, window)
     last = _window_rate([(t0, 0), *progress], n - window, n)
+    own = cpu1.user + cpu1.system - cpu0.user - cpu0.system
+    child = cpu1.children_user + cpu1.children_system - cpu0.children_user - cpu0.children_system
     out = [
         f"    first {window:,} events: {first:,.0f} events/s; last {window:,}: {last:,.0f} events/s"
-        f"  ratio {last / first:.2f}  (goal >= 0.9)"
+        f"  ratio {last / first:.2f}  (goal >= 0.9)",
+        f"    CPU per event: writer {1e6 * own / n:.1f} µs, prepare worker {1e6 * child / n:.1f} µs,"
+        f" both {1e6 * (own + child) / n:.1f} µs; wall {1e6 * total_s / n:.1f} µs"
+        f"  ({'with' if worker else 'without'} the prepare worker)",
     ]
     if stages:
-        out += ["  time per event by stage:", *stages.report(total_s, views_s[0], n)]
+        head = "  time per event by stage (this process only"
+        head += ": the worker's own stages are not timed):" if worker else "):"
+        out += [head, *stages.report(total_s, views_s[0], n)]
     return total_s, out
 
 
@@ -238,6 +266,11 @@ def main() -> None:
         help="also ingest without and with the search index, interleaved (its share of ingest)",
     )
     parser.add_argument(
+        "--no-worker",
+        action="store_true",
+        help="prepare every line in the writer's process (the daemon starts a worker for a backlog)",
+    )
+    parser.add_argument(
         "--cache-kib", type=int, default=store.WRITER_CACHE_KIB, help="writer page cache"
     )
     args = parser.parse_args()
@@ -255,7 +288,7 @@ def main() -> None:
         bare1, lines = bare_decode(paths.spool)
         assert lines == n, lines
         stages = None if args.no_stages else Stages()
-        pass_s, out = run_pass(paths, n, stages)
+        pass_s, out = run_pass(paths, n, stages, worker=not args.no_worker)
         bare2, _ = bare_decode(paths.spool)
         index_mb = paths.index_db.stat().st_size / 1e6
         cost = _search_cost(paths, Path(tmp) / "cost", n) if args.search_cost else None

@@ -34,7 +34,7 @@ def child(tree: Path, lines_file: Path, rounds: int, transfer: bool) -> dict[str
     sys.path.insert(0, str(tree))
     import msgspec
 
-    from indexer import ingest_lines
+    from indexer import ingest_lines, prepare
     from indexer.config import Config
     from indexer.lineguard import nesting_error
     from indexer.models import Entry
@@ -61,7 +61,7 @@ def child(tree: Path, lines_file: Path, rounds: int, transfer: bool) -> dict[str
         return batch
 
     envs = [decode_envelope(line) for line in lines]
-    payloads = [ingest_lines._PAYLOAD.decode(e.event) for e in envs]
+    payloads = [prepare._PAYLOAD.decode(e.event) for e in envs]
 
     def normalize_all() -> list[Any]:
         return [

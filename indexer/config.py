@@ -19,6 +19,7 @@ class IngestConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     partial_grace_s: float = 120.0
     max_text_chars: int = 16000
     max_detail_bytes: int = 4096
+    prepare_worker: bool = False
 
 
 class DaemonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

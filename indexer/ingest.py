@@ -13,12 +13,14 @@ from indexer import store
 from indexer.attribution import AgentRegistry
 from indexer.config import Config
 from indexer.decoded import unescape
-from indexer.ingest_lines import Batch, IngestStats, guarded_line
+from indexer.ingest_lines import Batch, IngestStats, guarded_line, guarded_take
 from indexer.models import Entry
 from indexer.paths import StatePaths
+from indexer.prepare import QUARANTINE_SCAN_BYTES, Prepared
+from indexer.prepare_ahead import PrepareAhead
 from indexer.redact import redact_text
 from indexer.session_catalog import SessionDelta, add_to_session, update_session
-from indexer.spool import is_segment_name, split_lines
+from indexer.spool import RawLine, is_segment_name, split_lines
 from indexer.store import StoredEntry
 from indexer.tailer import (
     Action,
@@ -38,7 +40,6 @@ __all__ = ["IngestStats", "Ingestor"]
 log = logging.getLogger("ctxd.ingest")
 # A quarantined line keeps enough to diagnose it (the spool keeps the rest while it lasts),
 # redacted before it is cut so that no key is cut below what its rule recognises.
-_QUARANTINE_SCAN_BYTES = 1 << 16
 _QUARANTINE_RAW_CHARS = 4096
 
 
@@ -57,6 +58,9 @@ class Ingestor:
         # Asked between batches (each commits its offset, I3): a daemon told to stop in the
         # middle of a long catch-up stops within one batch instead of at the end of the pass.
         self.should_stop: Callable[[], bool] | None = None
+        # A catch-up pass over a large backlog prepares lines in a worker process while this
+        # one stores the batch before.
+        self.ahead = PrepareAhead(config.ingest)
 
     def run_once(self, now: float | None = None) -> IngestStats:
         """Index everything complete in the spool now; return what was done."""
@@ -66,10 +70,14 @@ class Ingestor:
         except FileNotFoundError:
             return total
         known = store.active_files(self.conn)
-        for name in names:
-            if self._stopping():
-                break
-            total.add(self._ingest_file(name, known.get(name), now or time.time()))
+        self.ahead.start(self.paths.spool, names, {n: s.offset for n, s in known.items()})
+        try:
+            for name in names:
+                if self._stopping():
+                    break
+                total.add(self._ingest_file(name, known.get(name), now or time.time()))
+        finally:
+            self.ahead.stop()
         gone = set(known) - set(names)
         if gone:
             missing = self._missing(gone, known)
@@ -150,6 +158,8 @@ class Ingestor:
                     break
             return stats
         finally:
+            if self.ahead.is_holding:  # stopped (or failed) with a batch sent ahead
+                self.ahead.stop()
             os.close(fd)
 
     def _stopping(self) -> bool:
@@ -159,20 +169,34 @@ class Ingestor:
         self, fd: int, state: FileState, size: int, now: float
     ) -> tuple[FileState, IngestStats, bool]:
         cfg = self.config.ingest
-        chunk = read_chunk(fd, state.offset, size, cfg.batch_bytes, cfg.max_line_bytes)
-        lines, consumed = split_lines(chunk, state.offset)
-        if len(lines) > cfg.batch_lines:
-            lines = lines[: cfg.batch_lines]
-            consumed = lines[-1].offset + len(lines[-1].data) + 1 - state.offset
-        if not lines:
-            return self._tail_without_newline(fd, state, size, chunk, now)
+        prepared: list[Prepared | None] | None = None
+        taken = self.ahead.take(state.offset, state.line_no)
+        if taken is not None:
+            lines, consumed, prepared = taken
+        else:
+            chunk, lines, consumed = self._read_lines(fd, state.offset, size)
+            if not lines:
+                return self._tail_without_newline(fd, state, size, chunk, now)
+        # The worker prepares the next batch while this one is prepared (if it was not sent)
+        # and stored.
+        if state.offset + consumed < size and not self._stopping():
+            self.ahead.send(
+                state.file_id,
+                state.offset + consumed,
+                state.line_no + len(lines),
+                lambda offset: self._read_lines(fd, offset, size),
+            )
         batch = Batch(state)
         try:
             with store.transaction(self.conn):
                 line_no = state.line_no
-                for raw in lines:
+                for i, raw in enumerate(lines):
                     line_no += 1
-                    guarded_line(batch, raw, line_no, cfg, self.registry)
+                    p = prepared[i] if prepared is not None else None
+                    if p is None:
+                        guarded_line(batch, raw, line_no, cfg, self.registry)
+                    else:
+                        guarded_take(batch, p, self.registry, raw.data)
                 self._store(batch)
                 self.registry.flush()
                 state = advanced(state, fd, state.offset + consumed, line_no)
@@ -182,6 +206,17 @@ class Ingestor:
             raise
         batch.stats.bytes = consumed
         return state, batch.stats, False
+
+    def _read_lines(self, fd: int, offset: int, size: int) -> tuple[bytes, list[RawLine], int]:
+        """The next batch's complete lines from `offset`: the chunk read, the lines, and the
+        bytes they take (b"\n" included)."""
+        cfg = self.config.ingest
+        chunk = read_chunk(fd, offset, size, cfg.batch_bytes, cfg.max_line_bytes)
+        lines, consumed = split_lines(chunk, offset)
+        if len(lines) > cfg.batch_lines:
+            lines = lines[: cfg.batch_lines]
+            consumed = lines[-1].offset + len(lines[-1].data) + 1 - offset
+        return chunk, lines, consumed
 
     def _tail_without_newline(
         self, fd: int, state: FileState, size: int, chunk: bytes, now: float
@@ -315,7 +350,7 @@ def quarantine_raw(data: bytes) -> bytes:
     """What the quarantine keeps of a bad line: its start, decoded and redacted, then capped."""
     # Decoded first: a bad line is raw JSON, whose escapes (`\"`) would hide a value's ends.
     # Undecodable bytes are kept as they were (surrogateescape): they may be the diagnosis.
-    text = data[:_QUARANTINE_SCAN_BYTES].decode("utf-8", "surrogateescape")
+    text = data[:QUARANTINE_SCAN_BYTES].decode("utf-8", "surrogateescape")
     decoded = unescape(text)
     redacted = redact_text(decoded)
     kept = (text if redacted is decoded else redacted)[:_QUARANTINE_RAW_CHARS]

@@ -7,25 +7,18 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import msgspec
-
 from indexer.attribution import AgentRegistry
 from indexer.config import IngestConfig
 from indexer.logsafe import failure
 from indexer.models import Entry, HookPayload
-from indexer.normalize import PayloadError, normalize
-from indexer.paths import is_valid_session_id
-from indexer.redact import redact_entry
-from indexer.spool import LineError, RawLine, decode_envelope, written_envelope
+from indexer.prepare import Prepared, event_of, prepare_event, prepare_line
+from indexer.spool import RawLine
 from indexer.store import StoredEntry
 from indexer.tailer import FileState
 from indexer.transcript_records import IMPORT_PID, ImportedEvent
 
 log = logging.getLogger("ctxd.ingest")
-# A stored event's raw JSON, for a late quarantine: a spool line's bytes as read, or (an
-# imported event, which has no such bytes) a function that makes them on that rare path.
-EventSource = msgspec.Raw | Callable[[], bytes]
-_PAYLOAD = msgspec.json.Decoder(HookPayload)
+_NO_PAYLOAD = HookPayload()  # a line with neither field the session catalog reads
 
 
 @dataclass
@@ -57,16 +50,23 @@ class Batch:
         self.state = state
         self.stats = IngestStats()
         self.pending: list[tuple[Entry, HookPayload]] = []
-        self.sources: dict[int, EventSource] = {}  # offset -> raw event, for a late quarantine
+        # For a late quarantine (an entry that cannot be stored): offset -> the spool line it
+        # came from, or what makes an imported event's JSON; the event is found again (or
+        # made) only for the rare bad entry.
+        self.sources: dict[int, Callable[[], bytes]] = {}
+        self.lines: dict[int, bytes] = {}
         self.quarantined: list[tuple[int, int, str, bytes]] = []
 
     def quarantine(self, offset: int, line_no: int, error: str, data: bytes) -> None:
         self.quarantined.append((offset, line_no, error, data))
 
     def source(self, offset: int) -> bytes:
-        """The raw event of the entry from `offset`, for its late quarantine."""
-        source = self.sources.get(offset)
-        return b"" if source is None else _source_bytes(source)
+        """The raw event of the entry at `offset`, for its quarantine."""
+        line = self.lines.get(offset)
+        if line is not None:
+            return event_of(line)
+        make = self.sources.get(offset)
+        return b"" if make is None else make()
 
     def quarantine_failure(self, offset: int, line_no: int, exc: Exception, data: bytes) -> None:
         """Quarantine a line whose handling raised `exc` (a bug, not bad input). The log says
@@ -91,6 +91,17 @@ def guarded_line(
         batch.quarantine_failure(raw.offset, line_no, e, raw.data)
 
 
+def guarded_take(batch: Batch, p: Prepared, registry: AgentRegistry, line: bytes) -> None:
+    """Add one line prepared elsewhere (the prepare worker) to `batch`, like `guarded_line`."""
+    try:
+        if take(batch, p, registry):
+            batch.lines[p.offset] = line
+    except sqlite3.Error:
+        raise
+    except Exception as e:  # one line must never stop ingest
+        batch.quarantine_failure(p.offset, p.line_no, e, line)
+
+
 def guarded_event(
     batch: Batch,
     offset: int,
@@ -103,119 +114,38 @@ def guarded_event(
     line's: the same normalization, redaction and attribution of the same payload, and the
     same quarantine of anything that fails (I6)."""
     try:
-        batch.stats.lines += 1
-        _ingest_payload(
-            batch,
-            offset,
-            line_no,
-            event.ts_ns,
-            IMPORT_PID,
-            event.payload,
-            event.event_json,
-            cfg,
-            registry,
+        file_id = batch.state.file_id
+        p = prepare_event(
+            offset, line_no, event.ts_ns, IMPORT_PID, event.payload, event.event_json, file_id, cfg
         )
+        if take(batch, p, registry):
+            batch.sources[offset] = event.event_json
     except sqlite3.Error:
         raise
     except Exception as e:  # one event must never stop the import
         batch.quarantine_failure(offset, line_no, e, event.event_json())
 
 
+def take(batch: Batch, p: Prepared, registry: AgentRegistry) -> bool:
+    """Add a prepared line to `batch`: its entry, attributed, or its quarantine. True if an
+    entry was added (the caller keeps its source for a late quarantine)."""
+    batch.stats.lines += 1
+    if p.error:
+        if p.failure:
+            log.error("quarantined %s line %d after %s", batch.state.name, p.line_no, p.failure)
+        batch.quarantine(p.offset, p.line_no, p.error, p.data)
+        return False
+    if p.entry is None:
+        return False  # a blank line
+    payload = _NO_PAYLOAD
+    if p.session_title or p.reason:
+        payload = HookPayload(session_title=p.session_title, reason=p.reason)
+    batch.pending.append((registry.attribute(p.entry), payload))
+    return True
+
+
 def _ingest_line(
     batch: Batch, raw: RawLine, line_no: int, cfg: IngestConfig, registry: AgentRegistry
 ) -> None:
-    batch.stats.lines += 1
-    data = raw.data
-    if not data.strip():
-        return  # the separator a hook adds after a torn fragment
-    if len(data) > cfg.max_line_bytes:
-        # A long line that fits in one read chunk (batch_bytes > max_line_bytes) must be
-        # judged like one that does not: quarantined whatever the chunk boundaries.
-        error = f"line exceeds [ingest] max_line_bytes ({len(data)} bytes)"
-        batch.quarantine(raw.offset, line_no, error, data)
-        return
-    # The hook's own layout is read without decoding the envelope: one decode of the event.
-    env = written_envelope(data)
-    payload = None
-    if env is not None:
-        try:
-            payload = _PAYLOAD.decode(env.event)
-        except (msgspec.DecodeError, ValueError):
-            env = None  # the whole decode below says what is wrong with the line
-    if env is None:
-        try:
-            env = decode_envelope(data)
-        except LineError as e:
-            # A torn fragment (hook killed mid-write) is a line of its own: the next hook
-            # starts on a fresh line (I2). Nothing inside a line is salvaged as a record, so
-            # a payload cannot forge an envelope.
-            batch.quarantine(raw.offset, line_no, str(e), data)
-            return
-    if payload is None:
-        try:
-            payload = _PAYLOAD.decode(env.event)
-        except (msgspec.DecodeError, ValueError) as e:
-            error = _payload_error(e)
-            batch.quarantine(raw.offset, line_no, error, bytes(env.event))
-            return
-    _ingest_payload(
-        batch, raw.offset, line_no, env.ts_ns, env.pid, payload, env.event, cfg, registry
-    )
-
-
-def _ingest_payload(
-    batch: Batch,
-    offset: int,
-    line_no: int,
-    ts_ns: int,
-    pid: int,
-    payload: HookPayload,
-    source: EventSource,
-    cfg: IngestConfig,
-    registry: AgentRegistry,
-) -> None:
-    try:
-        entry = normalize(
-            payload,
-            ts_ns=ts_ns,
-            pid=pid,
-            file_id=batch.state.file_id,
-            offset=offset,
-            line_no=line_no,
-            max_text_chars=cfg.max_text_chars,
-            max_detail_bytes=cfg.max_detail_bytes,
-        )
-        if not is_valid_session_id(entry.session_id):
-            raise PayloadError(f"session_id {entry.session_id[:80]!r} is not a valid id")
-        check_utf8(bytes(entry.detail))
-    except (msgspec.DecodeError, ValueError) as e:
-        batch.quarantine(offset, line_no, _payload_error(e), _source_bytes(source))
-        return
-    # Redacted before attribution: the agent table keeps the entry's description.
-    batch.pending.append((registry.attribute(redact_entry(entry)), payload))
-    batch.sources[offset] = source
-
-
-def _payload_error(e: Exception) -> str:
-    if isinstance(e, UnicodeDecodeError):
-        return f"bad hook payload: not valid UTF-8 ({e.reason} at byte {e.start})"
-    return f"bad hook payload: {e}"
-
-
-def _source_bytes(source: EventSource) -> bytes:
-    """The raw event of a source: the spool's bytes, or an imported event's JSON made now."""
-    return bytes(source) if isinstance(source, msgspec.Raw) else source()
-
-
-def check_utf8(raw: bytes) -> None:
-    """Reject invalid UTF-8 in raw JSON that is stored as is (`detail`).
-
-    msgspec validates every string it decodes but not the bytes of a Raw member: invalid UTF-8
-    there would be stored and break every later decode of it. Only the stored raw part needs
-    the check, which keeps it off the rest of the (often large) line.
-    """
-    if not raw.isascii():
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise PayloadError(f"event is not valid UTF-8 ({e.reason} at byte {e.start})") from e
+    if take(batch, prepare_line(raw, line_no, batch.state.file_id, cfg), registry):
+        batch.lines[raw.offset] = raw.data

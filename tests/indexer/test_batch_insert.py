@@ -94,7 +94,7 @@ def test_the_ingest_quarantines_only_the_unstorable_entry(tmp_path: Path) -> Non
             for made in (_entry(1), _entry(2, pid=TOO_BIG), _entry(3)):
                 e = msgspec.structs.replace(made, file_id=state.file_id)
                 batch.pending.append((e, payload))
-                batch.sources[e.offset] = msgspec.Raw(b'{"raw":%d}' % e.ts_ns)
+                batch.sources[e.offset] = (b'{"raw":%d}' % e.ts_ns).__bytes__
             ingestor.store_batch(batch)
         assert stored_texts(conn) == ["entry 1", "entry 3"]
         assert (batch.stats.entries, batch.stats.quarantined) == (2, 1)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from indexer import ingest_lines
+from indexer import prepare
 from indexer.config import Config
 from indexer.hook import build_line
 from indexer.logsafe import MAX_RECORD_CHARS, RedactingFormatter, bounded, failure
@@ -35,14 +35,14 @@ def _line(n: int, prompt: str) -> bytes:
 def _quoting_bug(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in normalization whose exception quotes the whole event, as `KeyError(value)` or
     an f-string message would."""
-    real = ingest_lines.normalize
+    real = prepare.normalize
 
     def buggy(payload: Any, **kwargs: Any) -> Any:
         if "token" in payload.prompt:
             raise KeyError(f"no rule for {payload.prompt}")
         return real(payload, **kwargs)
 
-    monkeypatch.setattr(ingest_lines, "normalize", buggy)
+    monkeypatch.setattr(prepare, "normalize", buggy)
 
 
 def test_an_ingest_failure_is_logged_without_the_line(
