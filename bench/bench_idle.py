@@ -7,8 +7,8 @@ no pass for a while), then samples /proc/<pid>/stat and /proc/<pid>/status:
   2. while it ingests M more events dropped into the spool at once (goal: peak RSS <= 100 MB);
   3. during the compaction that follows, until the context files cover every entry.
 CPU and RSS are those of the daemon and its child processes together (the prepare worker it
-starts for the backlog of phase 2 with `--worker on`, the default here; `--worker default`
-leaves the config as `ctxd init` writes it).
+starts for the backlog of phase 2 with `--worker on`; the default, `--worker default`, leaves
+the config as `ctxd init` writes it, where the worker is off).
 
     python bench/bench_idle.py                 # 200,000 indexed, then 1,000,000 ingested, 60 s idle
     python bench/bench_idle.py --quick         # 20,000, then 50,000, 45 s idle
@@ -176,7 +176,7 @@ def main() -> int:
     parser.add_argument(
         "--worker",
         choices=("on", "off", "default"),
-        default="on",
+        default="default",
         help="[ingest] prepare_worker of the daemon (on: the RSS then sums both processes)",
     )
     args = parser.parse_args()

@@ -13,8 +13,9 @@ Then measures, in this process:
   3. the time per event of each stage of that same pass (a few timer calls per event:
      `--no-stages` leaves them out), and the CPU time of the writer and of its prepare worker.
 
-The pass uses a prepare worker process, as the daemon does for a backlog; `--no-worker`
-prepares every line in the writer's own process.
+The pass prepares lines as the shipped config says (`[ingest] prepare_worker`, off: in the
+writer's own process); `--worker` starts the prepare worker process as the daemon then does for
+a backlog, `--no-worker` forces it off.
 
     python bench/bench_ingest.py [--events 200000]
     python bench/bench_ingest.py --full        # 1,000,000 events: ~2.7 GB spool + ~1 GB index
@@ -266,9 +267,11 @@ def main() -> None:
         help="also ingest without and with the search index, interleaved (its share of ingest)",
     )
     parser.add_argument(
-        "--no-worker",
-        action="store_true",
-        help="prepare every line in the writer's process (the daemon starts a worker for a backlog)",
+        "--worker",
+        action=argparse.BooleanOptionalAction,
+        default=IngestConfig().prepare_worker,
+        help="prepare lines in a worker process, as [ingest] prepare_worker = true does"
+        " (default: the shipped config's choice, off)",
     )
     parser.add_argument(
         "--cache-kib", type=int, default=store.WRITER_CACHE_KIB, help="writer page cache"
@@ -288,7 +291,7 @@ def main() -> None:
         bare1, lines = bare_decode(paths.spool)
         assert lines == n, lines
         stages = None if args.no_stages else Stages()
-        pass_s, out = run_pass(paths, n, stages, worker=not args.no_worker)
+        pass_s, out = run_pass(paths, n, stages, worker=args.worker)
         bare2, _ = bare_decode(paths.spool)
         index_mb = paths.index_db.stat().st_size / 1e6
         cost = _search_cost(paths, Path(tmp) / "cost", n) if args.search_cost else None
