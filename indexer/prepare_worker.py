@@ -1,13 +1,16 @@
-"""The prepare worker: a child process that prepares spool lines while the single writer stores.
+"""The prepare worker: a child process that prepares lines while the single writer stores.
 
 The writer sends a batch of complete lines; the worker returns what `prepare_lines` makes of
-them, in order, as JSON. It holds no state that matters: the writer alone decides offsets and
-commits them with the rows (I3), and it prepares a batch itself whenever the worker is not
-ready, gone, late or wrong.
+spool lines, or `prepare_transcript_lines` of a transcript's, in order, as JSON. The writer
+alone decides offsets and commits them with the rows (I3). Spool lines need no state: the
+writer prepares a batch itself whenever the worker is not ready, gone, late or wrong. A
+transcript's converter lives in the worker (sent each file's name first, then its batches in
+order); when the worker fails, the writer rebuilds the converter by reading the file again.
 
 Frames on the child's stdin and stdout: an 8-byte little-endian length, then the body.
-Writer to worker: the ingest config (JSON), then per batch a header and the lines' bytes.
-Worker to writer: b"ready" once, then per batch a `Reply` (JSON).
+Writer to worker: the ingest config (JSON), then per request a header and a body (the lines'
+bytes, or a transcript's name and agent type as JSON).
+Worker to writer: b"ready" once, then per batch a `Reply` or a `Converted` (JSON).
 """
 
 from __future__ import annotations
@@ -29,13 +32,17 @@ from indexer.config import IngestConfig
 from indexer.models import Entry
 from indexer.prepare import Prepared, prepare_lines
 from indexer.spool import RawLine, split_lines
+from indexer.transcript_prepare import Converted, prepare_transcript_lines
+from indexer.transcript_records import Converter
 
 __all__ = ["PrepareWorker", "WorkerFailedError", "main"]
 
 # A batch takes the worker tens of milliseconds; only a hung or starved worker takes this long.
 RESULT_TIMEOUT_S = 60.0
 _LENGTH = struct.Struct("<Q")
-_HEADER = struct.Struct("<qqqq")  # file_id, offset of the first line, line_no before it, lines
+# kind, file_id, offset of the first line, line_no before it, lines (spool) or is_live (transcript)
+_HEADER = struct.Struct("<qqqqq")
+_SPOOL_LINES, _TRANSCRIPT_FILE, _TRANSCRIPT_LINES = 0, 1, 2
 _READY = b"ready"
 _NO_DETAIL = Entry.__struct_defaults__[
     Entry.__struct_fields__.index("detail") - len(Entry.__struct_fields__)
@@ -81,6 +88,7 @@ class PrepareWorker:
         self.is_ready = False
         self.in_flight: tuple[int, int] | None = None  # (file_id, offset) of the batch sent
         self._decoder = msgspec.json.Decoder(Reply)
+        self._converted = msgspec.json.Decoder(Converted)
         try:
             self._send([msgspec.json.encode(cfg)], time.monotonic() + RESULT_TIMEOUT_S)
         except WorkerFailedError:
@@ -102,9 +110,43 @@ class PrepareWorker:
 
     def submit(self, file_id: int, line_no: int, lines: list[RawLine], data: memoryview) -> None:
         """Send a batch: `data` holds exactly `lines`, each ended by its b"\\n"."""
-        header = _HEADER.pack(file_id, lines[0].offset, line_no, len(lines))
+        header = _HEADER.pack(_SPOOL_LINES, file_id, lines[0].offset, line_no, len(lines))
         self._send([header, data], time.monotonic() + RESULT_TIMEOUT_S)
         self.in_flight = (file_id, lines[0].offset)
+
+    def open_transcript(self, path: str, agent_type: str, *, is_live: bool) -> None:
+        """Start a transcript file: the batches sent next are its lines, from its offset."""
+        header = _HEADER.pack(_TRANSCRIPT_FILE, 0, 0, 0, is_live)
+        body = msgspec.json.encode([path, agent_type])
+        self._send([header, body], time.monotonic() + RESULT_TIMEOUT_S)
+
+    def submit_transcript(self, file_id: int, offset: int, line_no: int, data: memoryview) -> None:
+        """Send the next batch of the open transcript: `data`, read at `offset` after line
+        `line_no`, holds complete lines, each ended by its b"\n"."""
+        header = _HEADER.pack(_TRANSCRIPT_LINES, file_id, offset, line_no, 0)
+        self._send([header, data], time.monotonic() + RESULT_TIMEOUT_S)
+        self.in_flight = (file_id, offset)
+
+    def converted(self, offset: int, end: int, line_no: int, lines: int) -> Converted:
+        """The result of the transcript batch in flight: `lines` lines from `offset` to `end`,
+        after line `line_no`."""
+        body = self._recv(time.monotonic() + RESULT_TIMEOUT_S)
+        self.in_flight = None
+        try:
+            reply = self._converted.decode(body)
+        except (msgspec.DecodeError, ValueError) as e:
+            raise WorkerFailedError(f"sent a result that does not decode ({e})") from e
+        if reply.line_no != line_no + lines or reply.sources:
+            raise WorkerFailedError(f"sent the result of another batch for line {line_no + 1}")
+        last = (offset, line_no)
+        for p in reply.prepared:
+            at = (p.offset, p.line_no)
+            if not (last <= at and p.offset < end and p.line_no <= reply.line_no):
+                raise WorkerFailedError(f"sent the result of another line for line {p.line_no}")
+            last = at
+        if any(not 0 <= i < len(reply.prepared) for i in reply.bad):
+            raise WorkerFailedError("named a bad line it did not send")
+        return reply
 
     def result(self, lines: list[RawLine], line_no: int) -> list[Prepared | None]:
         """The results of the batch in flight, which holds `lines`; None where the writer
@@ -209,16 +251,39 @@ def serve(inp: int, out: int) -> None:
     cfg = msgspec.json.decode(_read_frame(inp), type=IngestConfig)
     _write_frame(out, _READY)
     encoder = msgspec.json.Encoder()
+    converter, is_live = Converter(""), False
     while True:
-        file_id, offset, line_no, count = _HEADER.unpack(_read_frame(inp))
-        lines, _ = split_lines(_read_frame(inp), offset)
+        kind, file_id, offset, line_no, count = _HEADER.unpack(_read_frame(inp))
+        body = _read_frame(inp)
+        if kind == _TRANSCRIPT_FILE:
+            path, agent_type = msgspec.json.decode(body, type=tuple[str, str])
+            converter, is_live = Converter(path, agent_type), bool(count)
+            continue
+        if kind == _TRANSCRIPT_LINES:
+            converted = prepare_transcript_lines(
+                converter, body, len(body), offset, line_no, file_id, cfg, is_live=is_live
+            )
+            _write_frame(out, _encode_converted(encoder, converted))
+            continue
+        lines, _ = split_lines(body, offset)
         if len(lines) != count:  # a writer bug: the writer sees the count and gives up on us
             _write_frame(out, encoder.encode(Reply([])))
             continue
         _write_frame(out, _encode(encoder, prepare_lines(lines, line_no, file_id, cfg)))
 
 
-def _encode(encoder: msgspec.json.Encoder, prepared: list[Prepared]) -> bytes:
+def _encode_converted(encoder: msgspec.json.Encoder, converted: Converted) -> bytes:
+    """The batch's result; on a value JSON cannot carry (a lone surrogate), an empty frame:
+    the writer then gives up on the worker and reads the file again itself."""
+    converted.sources = []
+    _fix_details(converted.prepared)
+    try:
+        return encoder.encode(converted)
+    except (TypeError, ValueError):  # UnicodeEncodeError included
+        return b""
+
+
+def _fix_details(prepared: list[Prepared]) -> None:
     for i, p in enumerate(prepared):
         e = p.entry
         if e is not None and not e.detail and e.detail is not _NO_DETAIL:
@@ -227,6 +292,10 @@ def _encode(encoder: msgspec.json.Encoder, prepared: list[Prepared]) -> bytes:
             prepared[i] = msgspec.structs.replace(
                 p, entry=msgspec.structs.replace(e, detail=_NO_DETAIL)
             )
+
+
+def _encode(encoder: msgspec.json.Encoder, prepared: list[Prepared]) -> bytes:
+    _fix_details(prepared)
     try:
         return encoder.encode(Reply(prepared))
     except (TypeError, ValueError):  # UnicodeEncodeError included
