@@ -87,7 +87,12 @@ class PrepareWorker:
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
         self.is_ready = False
         self.in_flight: tuple[int, int] | None = None  # (file_id, offset) of the batch sent
+        self.transcript_batches = 0  # sent and not answered yet
         self._decoder = msgspec.json.Decoder(Reply)
+        # Replies read while a request was being sent: the import sends a batch before it
+        # reads the reply to the one before, and a worker blocked on a full pipe would never
+        # read that batch.
+        self._inbox = bytearray()
         self._converted = msgspec.json.Decoder(Converted)
         try:
             self._send([msgspec.json.encode(cfg)], time.monotonic() + RESULT_TIMEOUT_S)
@@ -101,7 +106,7 @@ class PrepareWorker:
 
     def poll_ready(self) -> bool:
         """True once the worker has started (checked without waiting)."""
-        if not self.is_ready and select.select([self._from], [], [], 0)[0]:
+        if not self.is_ready and (self._inbox or select.select([self._from], [], [], 0)[0]):
             deadline = time.monotonic() + RESULT_TIMEOUT_S
             if self._recv(deadline) != _READY:
                 raise WorkerFailedError("sent something else than its ready signal")
@@ -125,13 +130,13 @@ class PrepareWorker:
         `line_no`, holds complete lines, each ended by its b"\n"."""
         header = _HEADER.pack(_TRANSCRIPT_LINES, file_id, offset, line_no, 0)
         self._send([header, data], time.monotonic() + RESULT_TIMEOUT_S)
-        self.in_flight = (file_id, offset)
+        self.transcript_batches += 1
 
     def converted(self, offset: int, end: int, line_no: int, lines: int) -> Converted:
-        """The result of the transcript batch in flight: `lines` lines from `offset` to `end`,
-        after line `line_no`."""
+        """The result of the oldest transcript batch sent: `lines` lines from `offset` to
+        `end`, after line `line_no`."""
         body = self._recv(time.monotonic() + RESULT_TIMEOUT_S)
-        self.in_flight = None
+        self.transcript_batches -= 1
         try:
             reply = self._converted.decode(body)
         except (msgspec.DecodeError, ValueError) as e:
@@ -170,7 +175,8 @@ class PrepareWorker:
     def close(self) -> None:
         """Stop the worker and reap it: it never outlives the pass (no orphan, no zombie)."""
         proc = self._proc
-        if proc.poll() is None and (self.in_flight is not None or not self.is_ready):
+        busy = self.in_flight is not None or self.transcript_batches > 0
+        if proc.poll() is None and (busy or not self.is_ready):
             proc.kill()  # pure work only: nothing to finish or flush
         # Closed through their file objects only (never os.close on the number: another
         # thread of the daemon may get that number at once). End of input: the worker exits.
@@ -188,7 +194,13 @@ class PrepareWorker:
             for part in (_LENGTH.pack(len(frame)), frame):
                 view = memoryview(part)
                 while view:
-                    if not select.select([], [self._to], [], _remaining(deadline))[1]:
+                    wait = _remaining(deadline)
+                    readable, writable, _ = select.select([self._from], [self._to], [], wait)
+                    if readable:
+                        self._drain()
+                    if not writable:
+                        if readable:
+                            continue
                         raise WorkerFailedError(f"took no input for {RESULT_TIMEOUT_S:g} s")
                     try:
                         view = view[os.write(self._to, view) :]
@@ -201,9 +213,22 @@ class PrepareWorker:
         head = self._read_exactly(_LENGTH.size, deadline)
         return self._read_exactly(_LENGTH.unpack(head)[0], deadline)
 
+    def _drain(self) -> None:
+        try:
+            data = os.read(self._from, _PIPE_BYTES)
+        except BlockingIOError:
+            return
+        if not data:
+            raise WorkerFailedError(f"exited ({self._exit()})")
+        self._inbox += data
+
     def _read_exactly(self, n: int, deadline: float) -> bytearray:
         buf = bytearray(n)
-        view, got = memoryview(buf), 0
+        got = min(n, len(self._inbox))
+        if got:
+            buf[:got] = self._inbox[:got]
+            del self._inbox[:got]
+        view = memoryview(buf)
         while got < n:
             if not select.select([self._from], [], [], _remaining(deadline))[0]:
                 raise WorkerFailedError(f"gave no result within {RESULT_TIMEOUT_S:g} s")

@@ -20,6 +20,9 @@ __all__ = ["ImportAhead", "core_is_idle"]
 
 log = logging.getLogger("ctxd.import")
 
+# Batches sent to the worker before the writer waits for the first one's result: two smooth
+# out batches that take one process longer than the other.
+_DEPTH = 2
 # How long the CPU use of the machine is sampled to tell whether a core is idle.
 _SAMPLE_S = 0.05
 # A core counts as idle when at least this share of one went unused in the sample.
@@ -63,6 +66,7 @@ class ImportAhead:
         self.runs: list[FileRun] = []  # opened, not finished
         self.ahead: deque[tuple[FileRun, Step | None]] = deque()  # None: the run's end
         self._announced: FileRun | None = None  # the run whose lines the worker converts
+        self._batches = 0  # batch steps in `ahead`
 
     def run(self, paths: list[Path], progress: Callable[[int], None] | None) -> ImportStats:
         """Import `paths` in order; return what was done."""
@@ -108,6 +112,7 @@ class ImportAhead:
         )
         self._stop()
         self.ahead.clear()
+        self._batches = 0
 
     def _steps(
         self, files: Iterator[Path], total: ImportStats
@@ -143,21 +148,26 @@ class ImportAhead:
             elif step.chunk is None:
                 importer.oversize(run, step)
             else:
+                self._batches -= 1
                 converted = self._result(run, step)
-                self._pull(steps)  # the next batch goes to the worker before this one is stored
+                self._pull(steps)  # the next batches go to the worker before this one is stored
                 if converted is None:
                     converted = importer.prepare(run, step)
                 importer.store(run, step, converted)
 
     def _pull(self, steps: Iterator[tuple[FileRun, Step | None]]) -> bool:
-        """Take steps up to the next batch and send that batch to the worker if its file is
-        there; False once there are none left."""
+        """Take steps until `_DEPTH` batches are ahead, sending each batch to the worker if
+        its file is there; False once there are none left."""
+        if self._batches >= _DEPTH:
+            return True
         for run, step in steps:
             self.ahead.append((run, step))
             if step is not None and step.chunk is not None:
                 if run.converter is None:
                     self._send(run, step)
-                return True
+                self._batches += 1
+                if self._batches >= _DEPTH:
+                    return True
         return bool(self.ahead)
 
     def _send(self, run: FileRun, step: Step) -> None:

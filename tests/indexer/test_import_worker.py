@@ -91,8 +91,10 @@ def _no_child_left() -> None:
     assert children == [], f"child processes left after the import: {children}"
 
 
-def _count_results(monkeypatch: pytest.MonkeyPatch, kill_at: int = 0) -> list[int]:
-    """Count the batches whose result the writer waited for (killing the worker with SIGKILL
+def _count_results(
+    monkeypatch: pytest.MonkeyPatch, kill_at: int = 0, sig: signal.Signals = signal.SIGKILL
+) -> list[int]:
+    """Count the batches whose result the writer waited for (sending `sig` to the worker
     just before the `kill_at`-th); return the live list of worker pids."""
     used: list[int] = []
     real = PrepareWorker.converted
@@ -106,7 +108,7 @@ def _count_results(monkeypatch: pytest.MonkeyPatch, kill_at: int = 0) -> list[in
     def converted(self: PrepareWorker, *args: Any) -> Any:
         used.append(self.pid)
         if len(used) == kill_at:
-            os.kill(self.pid, signal.SIGKILL)
+            os.kill(self.pid, sig)
         return real(self, *args)
 
     monkeypatch.setattr(PrepareWorker, "converted", converted)
@@ -194,8 +196,9 @@ def test_a_worker_killed_mid_import_loses_and_repeats_nothing(
     with caplog.at_level(logging.WARNING, logger="ctxd.import"):
         stats = _import(tmp_path / ".ctxd", files, "on")
     _no_child_left()
-    # Killed once it may have written its 40th reply, it fails on the 40th or 41st batch.
-    assert len(used) in (40, 41)  # and is not used after that
+    # Killed when it may have written the replies to the two batches ahead, it fails on the
+    # 40th to 42nd batch.
+    assert len(used) in (40, 41, 42)  # and is not used after that
     warnings = [r.getMessage() for r in caplog.records if "prepare worker" in r.getMessage()]
     assert warnings == [
         f"the prepare worker (pid {used[0]}) exited (signal 9); the import reads the rest in"
@@ -210,6 +213,25 @@ def test_a_worker_killed_mid_import_loses_and_repeats_nothing(
         alone.quarantined,
         alone.files,
     )
+
+
+def test_a_hung_worker_is_given_up_after_the_bound(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    reference: tuple[dict[str, Any], ImportStats],
+) -> None:
+    monkeypatch.setattr(prepare_worker, "RESULT_TIMEOUT_S", 0.5)
+    used = _count_results(monkeypatch, kill_at=20, sig=signal.SIGSTOP)
+    files = _copy_corpus(tmp_path / "transcripts")
+    with caplog.at_level(logging.WARNING, logger="ctxd.import"):
+        _import(tmp_path / ".ctxd", files, "on")
+    _no_child_left()  # killed and reaped, stopped as it was
+    assert len(used) in (20, 21, 22)
+    assert any("gave no result within 0.5 s" in r.getMessage() for r in caplog.records)
+    got = _index(tmp_path / ".ctxd")
+    for key in got:
+        assert got[key] == _moved(reference[0][key], tmp_path), key
 
 
 def test_a_worker_answering_garbage_is_given_up(
