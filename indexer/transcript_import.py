@@ -6,7 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import msgspec
@@ -83,7 +83,7 @@ class Step:
     line_no: int
     chunk: bytes | None
     consumed: int
-    lines: int
+    lines: int  # how many (counted only when asked)
 
 
 class TranscriptImporter:
@@ -190,28 +190,34 @@ class TranscriptImporter:
         if run.converter is None:
             run.converter = self.new_converter(run)
             pos, line_no = run.start
-        for step in self.steps(run, pos, line_no):
+        for read in self.steps(run, pos, line_no, count=False):
+            step = replace(read, line_no=line_no)
             if step.chunk is None:
                 if step.pos >= run.pos:
                     self.oversize(run, step)
+                line_no += 1
                 continue
             converted = self.prepare(run, step)
             if step.pos >= run.pos:  # else stored already: only the converter needed it
                 self.store(run, step, converted)
+            line_no = converted.line_no
 
     def new_converter(self, run: FileRun) -> Converter:
         return Converter(str(run.path), run.agent_type)
 
-    def steps(self, run: FileRun, pos: int, line_no: int) -> Iterator[Step]:
+    def steps(
+        self, run: FileRun, pos: int, line_no: int, *, count: bool = True
+    ) -> Iterator[Step]:
         """The batches (and oversize lines) of `run` from `pos`, after line `line_no`, to its
-        last complete line."""
+        last complete line. Without `count`, a batch's lines are not counted: the caller
+        numbers the steps itself (the prepare step counts the lines it cuts)."""
         cfg = self.config
         while pos < run.size:
             chunk = read_chunk(run.fd, pos, run.size, cfg.batch_bytes, cfg.max_line_bytes)
             # Lines are cut from the chunk as they are imported: no list of lines is built.
             consumed = chunk.rfind(b"\n") + 1
             if consumed:
-                lines = chunk.count(b"\n", 0, consumed)
+                lines = chunk.count(b"\n", 0, consumed) if count else 0
                 yield Step(pos, line_no, chunk, consumed, lines)
                 pos, line_no = pos + consumed, line_no + lines
                 continue
@@ -263,7 +269,7 @@ class TranscriptImporter:
             raise
         run.pos, run.line_no, run.held = end, converted.line_no, converted.held
         stats = run.stats
-        stats.lines += step.lines
+        stats.lines += converted.line_no - step.line_no
         stats.bytes += step.consumed
         stats.entries += batch.stats.entries
         stats.duplicates += batch.stats.duplicates
