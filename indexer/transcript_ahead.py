@@ -25,13 +25,14 @@ log = logging.getLogger("ctxd.import")
 _DEPTH = 2
 # How long the CPU use of the machine is sampled to tell whether a core is idle.
 _SAMPLE_S = 0.05
-# A core counts as idle when at least this share of one went unused in the sample.
+# A core counts as idle for the worker when at least this share of one went unused in the
+# sample besides a whole core for the import itself (which is not running while it samples).
 _IDLE_SHARE = 0.8
 
 
 def core_is_idle() -> bool:
-    """True if a CPU core was idle just now (from /proc/stat; else the load average): the
-    worker only pays when it has a core of its own."""
+    """True if a CPU core was idle just now besides the one the import will use (from
+    /proc/stat; else the load average): the worker only pays when it has a core of its own."""
     cores = os.cpu_count() or 1
     if cores < 2:
         return False
@@ -40,10 +41,10 @@ def core_is_idle() -> bool:
         time.sleep(_SAMPLE_S)
         second = _cpu_times()
     except (OSError, ValueError, IndexError):
-        return os.getloadavg()[0] <= cores - 1
+        return os.getloadavg()[0] <= cores - 2
     total = sum(second) - sum(first)
     idle = (second[3] + second[4]) - (first[3] + first[4])  # idle and iowait
-    return total > 0 and idle / total * cores >= _IDLE_SHARE
+    return total > 0 and idle / total * cores >= 1 + _IDLE_SHARE
 
 
 def _cpu_times() -> list[int]:

@@ -305,3 +305,32 @@ def test_ctxd_import_with_the_worker_leaves_no_process(
     assert orphans == 0
     alone = reference[1]
     assert f"imported {alone.entries} entries from {alone.lines} lines" in stdout
+
+
+@pytest.mark.parametrize(
+    ("worker", "batch_bytes", "expected"),
+    [("on", BATCH_BYTES, True), ("off", BATCH_BYTES, False), ("on", 1 << 30, False)],
+    ids=["on", "off", "small-import"],
+)
+def test_the_worker_starts_only_when_asked_and_worth_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: str, batch_bytes: int, expected: bool
+) -> None:
+    started: list[int] = []
+    real = PrepareWorker.__init__
+
+    def init(self: PrepareWorker, cfg: IngestConfig) -> None:
+        real(self, cfg)
+        started.append(self.pid)
+
+    monkeypatch.setattr(PrepareWorker, "__init__", init)
+    paths = StatePaths(tmp_path / ".ctxd")
+    files = _copy_corpus(tmp_path / "transcripts")
+    with writer_lock(paths):
+        writer = open_writer(paths, Config(ingest=IngestConfig(batch_bytes=batch_bytes)))
+        try:
+            writer.start()
+            TranscriptImporter(writer).import_files(files, worker=worker)
+        finally:
+            writer.close()
+    assert bool(started) is expected
+    _no_child_left()
