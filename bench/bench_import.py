@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from indexer.paths import StatePaths  # noqa: E402
 from indexer.spool import split_lines  # noqa: E402
+from indexer.transcript_ahead import import_files  # noqa: E402
 from indexer.transcript_import import ImportStats, TranscriptImporter  # noqa: E402
 from indexer.transcript_records import Converter  # noqa: E402
 from indexer.writer import open_writer, writer_lock  # noqa: E402
@@ -107,7 +108,7 @@ def import_all(
         writer = open_writer(paths)
         try:
             writer.start()
-            stats = TranscriptImporter(writer).import_files(files, worker=worker)
+            stats = import_files(TranscriptImporter(writer), files, worker=worker)
         finally:
             writer.close()
     return (time.perf_counter() - start, _cpu() - cpu), stats

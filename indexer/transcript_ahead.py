@@ -1,4 +1,4 @@
-"""An import whose lines the prepare worker converts and prepares one batch ahead of the writer."""
+"""An import whose lines a prepare worker converts and prepares ahead of the writer, or not."""
 
 from __future__ import annotations
 
@@ -8,15 +8,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from indexer.prepare_ahead import WORKER_MIN_BATCHES
 from indexer.prepare_worker import PrepareWorker, WorkerFailedError
+from indexer.transcript_import import FileRun, ImportStats, Step, TranscriptImporter
 from indexer.transcript_prepare import Converted
 
-if TYPE_CHECKING:
-    from indexer.transcript_import import FileRun, ImportStats, Step, TranscriptImporter
-
-__all__ = ["ImportAhead", "core_is_idle"]
+__all__ = ["ImportAhead", "core_is_idle", "import_files"]
 
 log = logging.getLogger("ctxd.import")
 
@@ -28,6 +26,26 @@ _SAMPLE_S = 0.05
 # A core counts as idle for the worker when at least this share of one went unused in the
 # sample besides a whole core for the import itself (which is not running while it samples).
 _IDLE_SHARE = 0.8
+
+
+def import_files(
+    importer: TranscriptImporter,
+    paths: list[Path],
+    progress: Callable[[int], None] | None = None,
+    *,
+    worker: str = "auto",
+) -> ImportStats:
+    """Import what is new in `paths`, in order; `worker` ("auto", "on" or "off") says whether
+    a prepare worker may convert and prepare the lines ahead of the writer."""
+    enough = WORKER_MIN_BATCHES * importer.config.batch_bytes
+    # Sampled only when the import is large enough: a re-run with little new reads in process.
+    large = worker != "off" and importer.pending_bytes(paths) >= enough
+    if large and (worker == "on" or core_is_idle()):
+        return ImportAhead(importer).run(paths, progress)
+    total = ImportStats()
+    for path in paths:
+        total.add(importer.import_file(path, progress))
+    return total
 
 
 def core_is_idle() -> bool:
@@ -71,8 +89,6 @@ class ImportAhead:
 
     def run(self, paths: list[Path], progress: Callable[[int], None] | None) -> ImportStats:
         """Import `paths` in order; return what was done."""
-        from indexer.transcript_import import ImportStats
-
         total = ImportStats()
         files = iter(paths)
         try:

@@ -13,7 +13,6 @@ import msgspec
 
 from indexer import store, transcript_store
 from indexer.ingest_lines import Batch, take_converted
-from indexer.prepare_ahead import WORKER_MIN_BATCHES
 from indexer.tailer import (
     Action,
     FileState,
@@ -109,28 +108,6 @@ class TranscriptImporter:
             total += max(0, size - (stored.offset if stored else 0))
         return total
 
-    def import_files(
-        self,
-        paths: list[Path],
-        progress: Callable[[int], None] | None = None,
-        *,
-        worker: str = "auto",
-    ) -> ImportStats:
-        """Import what is new in `paths`, in order; `worker` ("auto", "on" or "off") says
-        whether a prepare worker may convert and prepare the lines one batch ahead."""
-        if worker != "off" and self.pending_bytes(paths) >= WORKER_MIN_BATCHES * (
-            self.config.batch_bytes
-        ):
-            # Imported here: most imports are small re-runs that never start a worker.
-            from indexer.transcript_ahead import ImportAhead, core_is_idle
-
-            if worker == "on" or core_is_idle():
-                return ImportAhead(self).run(paths, progress)
-        total = ImportStats()
-        for path in paths:
-            total.add(self.import_file(path, progress))
-        return total
-
     def import_file(self, path: Path, progress: Callable[[int], None] | None = None) -> ImportStats:
         """Import what is new in one transcript file; `progress` gets the bytes read."""
         stats, run = self.open_run(path)
@@ -205,9 +182,7 @@ class TranscriptImporter:
     def new_converter(self, run: FileRun) -> Converter:
         return Converter(str(run.path), run.agent_type)
 
-    def steps(
-        self, run: FileRun, pos: int, line_no: int, *, count: bool = True
-    ) -> Iterator[Step]:
+    def steps(self, run: FileRun, pos: int, line_no: int, *, count: bool = True) -> Iterator[Step]:
         """The batches (and oversize lines) of `run` from `pos`, after line `line_no`, to its
         last complete line. Without `count`, a batch's lines are not counted: the caller
         numbers the steps itself (the prepare step counts the lines it cuts)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.errors import IndexBusyError, TranscriptPathError
+from indexer.transcript_ahead import import_files
 from indexer.transcript_import import ImportStats, TranscriptImporter
 from indexer.transcript_paths import all_project_dirs, project_dir, transcript_files
 from indexer.writer import open_writer, writer_lock
@@ -58,7 +59,7 @@ def _sources(args: argparse.Namespace) -> list[Path]:
 def _run(importer: TranscriptImporter, files: list[Path], worker: str) -> ImportStats:
     bar = _progress_bar(importer, files)
     try:
-        return importer.import_files(files, bar.update if bar is not None else None, worker=worker)
+        return import_files(importer, files, bar.update if bar is not None else None, worker=worker)
     finally:
         if bar is not None:
             bar.close()

@@ -20,6 +20,7 @@ from indexer import prepare_worker
 from indexer.config import Config, IngestConfig
 from indexer.paths import StatePaths
 from indexer.prepare_worker import PrepareWorker
+from indexer.transcript_ahead import import_files
 from indexer.transcript_import import ImportStats, TranscriptImporter
 from indexer.writer import open_writer, writer_lock
 
@@ -59,7 +60,7 @@ def _import(root: Path, files: list[Path], worker: str) -> ImportStats:
         writer = open_writer(paths, Config(ingest=IngestConfig(batch_bytes=BATCH_BYTES)))
         try:
             writer.start()
-            return TranscriptImporter(writer).import_files(files, worker=worker)
+            return import_files(TranscriptImporter(writer), files, worker=worker)
         finally:
             writer.close()
 
@@ -329,7 +330,7 @@ def test_the_worker_starts_only_when_asked_and_worth_it(
         writer = open_writer(paths, Config(ingest=IngestConfig(batch_bytes=batch_bytes)))
         try:
             writer.start()
-            TranscriptImporter(writer).import_files(files, worker=worker)
+            import_files(TranscriptImporter(writer), files, worker=worker)
         finally:
             writer.close()
     assert bool(started) is expected
