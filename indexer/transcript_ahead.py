@@ -75,9 +75,10 @@ def _cpu_times() -> list[int]:
 
 class ImportAhead:
     """Runs an import's files through a prepare worker: the worker holds each file's converter
-    and prepares batch k+1 while the writer stores batch k. Files start in process until the
-    worker is ready. Any failure of the worker is logged once; the writer then rebuilds the
-    converter of each unfinished file and reads the rest in process (nothing stored twice)."""
+    and prepares the next two batches while the writer stores one. Files start in process
+    until the worker is ready. Any failure of the worker is logged once; the writer then
+    rebuilds the converter of each unfinished file and reads the rest in process (nothing
+    stored twice)."""
 
     def __init__(self, importer: TranscriptImporter) -> None:
         self.importer = importer
