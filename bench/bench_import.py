@@ -8,13 +8,16 @@ deduplicated away), one file per copy, until --mb megabytes, dated a day back (f
      events it gives (transcript_records.Converter), nothing stored;
   3. import: TranscriptImporter over every file into a fresh index (convert, then the ingest
      path every hook event takes: normalize, redact, attribute, commit, views);
-  1, 2 and 3 alternate for --rounds rounds (plus a last bare round); the best of each is
-  compared, and import minus convert is what the shared ingest path costs;
+  3w. the same import with the prepare worker (`ctxd import --prepare-worker on`): CPU time is
+     then that of both processes (the worker is reaped at the end of the import);
+  1, 2, 3 and 3w alternate for --rounds rounds (3 and 3w swap places every round; plus a last
+  bare round); the best of each is compared, and import minus convert is what the shared
+  ingest path costs;
   4. re-run with nothing new: in process, and the whole `ctxd import PATH` process;
   5. with --profile, one more import under cProfile (CPU clock): where its time goes, by stage.
 The data is deleted at the end.
 
-    python bench/bench_import.py [--mb 500] [--rounds 3] [--profile]
+    python bench/bench_import.py [--mb 500] [--rounds 3] [--no-worker] [--profile]
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from indexer.paths import StatePaths  # noqa: E402
 from indexer.spool import split_lines  # noqa: E402
+from indexer.transcript_ahead import import_files  # noqa: E402
 from indexer.transcript_import import ImportStats, TranscriptImporter  # noqa: E402
 from indexer.transcript_records import Converter  # noqa: E402
 from indexer.writer import open_writer, writer_lock  # noqa: E402
@@ -93,21 +97,26 @@ def convert(files: list[Path]) -> tuple[float, float]:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-def import_all(state: Path, files: list[Path]) -> tuple[tuple[float, float], ImportStats]:
-    """Wall and CPU seconds of importing every file into `state`, and what it did."""
+def import_all(
+    state: Path, files: list[Path], worker: str = "off"
+) -> tuple[tuple[float, float], ImportStats]:
+    """Wall and CPU seconds (this process and the children it reaped: the prepare worker) of
+    importing every file into `state`, and what it did."""
     paths = StatePaths(state)
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu = time.perf_counter(), _cpu()
     with writer_lock(paths):
         writer = open_writer(paths)
         try:
             writer.start()
-            importer = TranscriptImporter(writer)
-            stats = ImportStats()
-            for path in files:
-                stats.add(importer.import_file(path))
+            stats = import_files(TranscriptImporter(writer), files, worker=worker)
         finally:
             writer.close()
-    return (time.perf_counter() - start, time.process_time() - cpu), stats
+    return (time.perf_counter() - start, _cpu() - cpu), stats
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 # Disjoint parts of one import, measured by the cumulative CPU time of the function that does
@@ -156,6 +165,9 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=500, help="megabytes of transcripts")
     parser.add_argument("--rounds", type=int, default=3, help="import rounds (fresh indexes)")
     parser.add_argument("--profile", action="store_true", help="also profile one import")
+    parser.add_argument(
+        "--no-worker", action="store_true", help="leave out the rounds with the prepare worker"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ctxd-bench-import-"))
     try:
@@ -163,12 +175,21 @@ def main() -> None:
         print(f"{len(files)} transcript files, {size / 1e6:.1f} MB")
         # Interleaved rounds on fresh indexes; the best of each (this machine is shared, and
         # other jobs only ever make a round slower).
-        bares, converts, imports = [], [], []
+        bares, converts, imports, helped = [], [], [], []
         for r in range(args.rounds):
             bares.append(bare(files))
             converts.append(convert(files))
-            took, stats = import_all(tmp / f".ctxd{r}", files)
-            imports.append(took)
+            if args.no_worker or r % 2 == 0:
+                took, stats = import_all(tmp / f".ctxd{r}", files)
+                imports.append(took)
+            if not args.no_worker:
+                took_w, stats_w = import_all(tmp / f".ctxd{r}w", files, "on")
+                helped.append(took_w)
+                shutil.rmtree(tmp / f".ctxd{r}w")
+                assert (stats_w.entries, stats_w.lines) == (stats.entries, stats.lines) or r % 2
+            if not args.no_worker and r % 2 == 1:
+                took, stats = import_all(tmp / f".ctxd{r}", files)
+                imports.append(took)
         bares.append(bare(files))
         base, took = min(b[0] for b in bares), min(t[0] for t in imports)
         base_cpu, took_cpu = min(b[1] for b in bares), min(t[1] for t in imports)
@@ -184,6 +205,18 @@ def main() -> None:
         print(f"ratio import / bare decode, best of each: {base / took:.3f} (goal >= 0.25)")
         # CPU time moves less than wall time when other jobs share the cores.
         print(f"same ratio in CPU time: {base_cpu / took_cpu:.3f}")
+        if helped:
+            took_w, took_w_cpu = min(t[0] for t in helped), min(t[1] for t in helped)
+            print(
+                f"import with the prepare worker: {size / 1e6 / took_w:.1f} MB/s (rounds:"
+                f" {', '.join(f'{t[0]:.2f}' for t in helped)} s wall,"
+                f" {', '.join(f'{t[1]:.2f}' for t in helped)} s CPU of both processes)"
+            )
+            print(
+                f"ratio with the worker / bare decode, best of each: {base / took_w:.3f} wall"
+                f" (goal >= 0.25); {took / took_w:.2f}x the import without it;"
+                f" CPU of both processes {took_w_cpu / took_cpu:.2f}x the import's without it"
+            )
         own, own_cpu = min(c[0] for c in converts), min(c[1] for c in converts)
         print(
             f"convert only (the import's own part): {size / 1e6 / own:.1f} MB/s,"

@@ -6,16 +6,17 @@ import logging
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from indexer.attribution import AgentRegistry
 from indexer.config import IngestConfig
 from indexer.logsafe import failure
 from indexer.models import Entry, HookPayload
-from indexer.prepare import Prepared, event_of, prepare_event, prepare_line
+from indexer.prepare import Prepared, event_of, prepare_line
 from indexer.spool import RawLine
 from indexer.store import StoredEntry
 from indexer.tailer import FileState
-from indexer.transcript_records import IMPORT_PID, ImportedEvent
+from indexer.transcript_prepare import Converted
 
 log = logging.getLogger("ctxd.ingest")
 _NO_PAYLOAD = HookPayload()  # a line with neither field the session catalog reads
@@ -102,28 +103,34 @@ def guarded_take(batch: Batch, p: Prepared, registry: AgentRegistry, line: bytes
         batch.quarantine_failure(p.offset, p.line_no, e, line)
 
 
-def guarded_event(
+def take_converted(
     batch: Batch,
-    offset: int,
-    line_no: int,
-    event: ImportedEvent,
-    cfg: IngestConfig,
+    converted: Converted,
     registry: AgentRegistry,
+    line_at: Callable[[int], bytes],
 ) -> None:
-    """Ingest one event built in memory (the transcript import) into `batch`, like a spool
-    line's: the same normalization, redaction and attribution of the same payload, and the
-    same quarantine of anything that fails (I6)."""
-    try:
-        file_id = batch.state.file_id
-        p = prepare_event(
-            offset, line_no, event.ts_ns, IMPORT_PID, event.payload, event.event_json, file_id, cfg
-        )
-        if take(batch, p, registry):
-            batch.sources[offset] = event.event_json
-    except sqlite3.Error:
-        raise
-    except Exception as e:  # one event must never stop the import
-        batch.quarantine_failure(offset, line_no, e, event.event_json())
+    """Add a prepared batch of transcript lines (the import, in process or from its worker) to
+    `batch`: each event attributed like a spool line's, each bad line quarantined, and any
+    failure of one event quarantined (I6). `line_at(offset)` is the line read at `offset`."""
+    bad = set(converted.bad)
+    sources = converted.sources
+    for i, p in enumerate(converted.prepared):
+        if i in bad:
+            if p.failure:
+                log.error("quarantined %s line %d after %s", batch.state.name, p.line_no, p.failure)
+            batch.quarantine(p.offset, p.line_no, p.error, p.data)
+            continue
+        try:
+            if take(batch, p, registry):
+                # A late quarantine keeps the event's JSON, or (made in the worker, which
+                # sends no JSON) its transcript line.
+                source = sources[i] if sources else None
+                batch.sources[p.offset] = source or partial(line_at, p.offset)
+        except sqlite3.Error:
+            raise
+        except Exception as e:  # one event must never stop the import
+            make = sources[i] if sources else None
+            batch.quarantine_failure(p.offset, p.line_no, e, make() if make else line_at(p.offset))
 
 
 def take(batch: Batch, p: Prepared, registry: AgentRegistry) -> bool:

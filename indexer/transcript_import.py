@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import msgspec
 
 from indexer import store, transcript_store
-from indexer.ingest_lines import Batch, guarded_event
+from indexer.ingest_lines import Batch, take_converted
 from indexer.tailer import (
     Action,
     FileState,
@@ -23,13 +22,11 @@ from indexer.tailer import (
     observe,
     read_chunk,
 )
-from indexer.transcript_records import Converter, RecordError
+from indexer.transcript_prepare import Converted, prepare_transcript_lines
+from indexer.transcript_records import Converter
 from indexer.writer import IndexWriter
 
 log = logging.getLogger("ctxd.import")
-# A tool call still without its result this many lines later never gets one (the session was
-# killed mid-call): stop holding the committed offset back for it.
-_ORPHAN_LINES = 5000
 # Claude Code writes a turn's end milliseconds after its last text. In a file written to
 # this recently the end may still come, so the text's line is read again next time; in an
 # older one (an idle or finished session, or a version that marks no turn's end) it never
@@ -52,6 +49,40 @@ class ImportStats:
     def add(self, other: ImportStats) -> None:
         for name in ("files", "changed", "lines", "entries", "duplicates", "quarantined", "bytes"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class FileRun:
+    """One transcript file being imported: what it committed and how far it stored."""
+
+    path: Path
+    fd: int
+    state: FileState  # as last committed
+    size: int  # read up to here in this run
+    is_live: bool
+    agent_type: str
+    stats: ImportStats
+    start: tuple[int, int]  # where the run began (offset, lines before it)
+    pos: int = -1  # the end of the last batch stored, and its last line's number
+    line_no: int = 0
+    held: tuple[int, int] | None = None  # what the last batch stored held back
+    converter: Converter | None = None  # None while the prepare worker holds it
+
+    def __post_init__(self) -> None:
+        if self.pos < 0:
+            self.pos, self.line_no = self.start
+
+
+@dataclass(frozen=True)
+class Step:
+    """A batch of complete lines read at `pos` after line `line_no` (`chunk` holds them in
+    its first `consumed` bytes), or (chunk None) one line too long to read, `consumed` long."""
+
+    pos: int
+    line_no: int
+    chunk: bytes | None
+    consumed: int
+    lines: int  # how many (counted only when asked)
 
 
 class TranscriptImporter:
@@ -79,6 +110,20 @@ class TranscriptImporter:
 
     def import_file(self, path: Path, progress: Callable[[int], None] | None = None) -> ImportStats:
         """Import what is new in one transcript file; `progress` gets the bytes read."""
+        stats, run = self.open_run(path)
+        if run is None:
+            return stats
+        run.converter = self.new_converter(run)
+        try:
+            self.resume(run)
+        finally:
+            os.close(run.fd)
+        if progress is not None:
+            progress(run.size - run.start[0])
+        return run.stats
+
+    def open_run(self, path: Path) -> tuple[ImportStats, FileRun | None]:
+        """The file's run, if it has anything new (its state committed first); else its stats."""
         stats = ImportStats(files=1)
         if not _is_utf8_name(path):
             # Its name keys its read position and names its quarantined lines in the index,
@@ -87,18 +132,19 @@ class TranscriptImporter:
                 "skipped transcript %s: its name is not valid UTF-8; rename it to import it",
                 os.fsencode(path).decode("utf-8", "backslashreplace"),
             )
-            return stats
+            return stats, None
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as e:
             log.warning("cannot open transcript %s: %s", path, e)
-            return stats
+            return stats, None
         try:
             stored = transcript_store.load_file(self.conn, str(path))
             seen = observe(fd, stored.offset if stored else 0)
             action = decide(stored, seen)
             if action is Action.CONTINUE and stored is not None and stored.offset == seen.size:
-                return stats  # nothing new: one stat and two small reads
+                os.close(fd)
+                return stats, None  # nothing new: one stat and two small reads
             if action is not Action.CONTINUE or stored is None:
                 if action is not Action.NEW:
                     log.warning("transcript %s was %s; reading it again", path, action.value)
@@ -106,122 +152,123 @@ class TranscriptImporter:
                     stored = transcript_store.restart_file(self.conn, str(path), seen.dev, seen.ino)
             stats.changed = 1
             is_live = time.time() - os.fstat(fd).st_mtime < _LIVE_S
-            converter = Converter(str(path), _agent_type(path))
-            self._read(fd, stored, seen.size, converter, stats, is_live=is_live)
-            if progress is not None:
-                progress(seen.size - stored.offset)
-            return stats
-        finally:
+        except BaseException:
             os.close(fd)
-
-    def _read(
-        self,
-        fd: int,
-        state: FileState,
-        size: int,
-        converter: Converter,
-        stats: ImportStats,
-        *,
-        is_live: bool,
-    ) -> None:
-        """Read from `state` to the last complete line, one transaction per batch (I3)."""
-        pos, line_no = state.offset, state.line_no
-        while pos < size:
-            chunk = read_chunk(fd, pos, size, self.config.batch_bytes, self.config.max_line_bytes)
-            # Lines are cut from the chunk as they are read: no list of lines is built.
-            consumed = chunk.rfind(b"\n") + 1
-            if not consumed:
-                if len(chunk) < self.config.max_line_bytes:
-                    return  # a partial last line: not yet written (I4); read it next time
-                end = next_newline(fd, pos, size)
-                length = -1 if end < 0 else end + 1 - pos
-                if length < 0:
-                    return  # an oversize line still being written
-                error = f"line exceeds [ingest] max_line_bytes ({length} bytes)"
-                pos, line_no = pos + length, line_no + 1
-                held = converter.oldest_pending(with_text=is_live)
-                offset, at_line = (pos, line_no) if held is None else held
-                state = self._commit(fd, state, offset, at_line, [(pos - length, line_no, error)])
-                stats.quarantined += 1
-                continue
-            batch = Batch(state)
-            registry = self.registry
-            try:
-                with store.transaction(self.conn):
-                    first = line_no
-                    line_no = self._lines(batch, converter, chunk, consumed, pos, line_no)
-                    batch.pending = transcript_store.separate_keys(self.conn, batch.pending)
-                    self.writer.ingestor.store_batch(batch)
-                    registry.flush()
-                    pos += consumed
-                    converter.forget_older_than(line_no - _ORPHAN_LINES)
-                    # A call whose result is not read yet keeps the offset before its line:
-                    # the next run reads the call again and joins it to its result.
-                    held = converter.oldest_pending(with_text=is_live)
-                    offset, at_line = (pos, line_no) if held is None else held
-                    state = self._save(fd, state, offset, at_line)
-            except BaseException:
-                registry.reset()
-                raise
-            stats.lines += line_no - first
-            stats.bytes += consumed
-            stats.entries += batch.stats.entries
-            stats.duplicates += batch.stats.duplicates
-            stats.quarantined += batch.stats.quarantined
-            if self.writer.ingestor.on_batch is not None and batch.stats.inserted:
-                self.writer.ingestor.on_batch(batch.stats)
-
-    def _lines(
-        self, batch: Batch, converter: Converter, buf: bytes, end: int, pos: int, line_no: int
-    ) -> int:
-        """Import the lines of `buf` (read at `pos`) up to `end`, just after a line's b"\\n";
-        return the last line's number."""
-        start = 0
-        find = buf.find
-        while start < end:
-            stop = find(b"\n", start)
-            line_no += 1
-            self._line(batch, converter, buf[start:stop], pos + start, line_no)
-            start = stop + 1
-        return line_no
-
-    def _line(
-        self, batch: Batch, converter: Converter, data: bytes, offset: int, line_no: int
-    ) -> None:
-        if not data or data.isspace():  # isspace stops at the first other byte
-            return
-        if len(data) > self.config.max_line_bytes:
-            error = f"line exceeds [ingest] max_line_bytes ({len(data)} bytes)"
-            batch.quarantine(offset, line_no, error, data)
-            return
-        try:
-            events = converter.convert(data, offset, line_no)
-        except RecordError as e:
-            batch.quarantine(offset, line_no, str(e), data)
-            return
-        except sqlite3.Error:
             raise
-        except Exception as e:  # a record shape no rule foresaw must not stop the import (I6)
-            batch.quarantine_failure(offset, line_no, e, data)
-            return
-        for event in events:
-            guarded_event(batch, offset, line_no, event, self.config, self.registry)
+        start = (stored.offset, stored.line_no)
+        run = FileRun(path, fd, stored, seen.size, is_live, _agent_type(path), stats, start)
+        return stats, run
+
+    def resume(self, run: FileRun) -> None:
+        """Read `run` in process from what it stored to its last complete line. A run whose
+        converter was in the worker gets a new one, fed again from the run's start (nothing
+        stored twice): a converter must see every line of the file in order."""
+        pos, line_no = run.pos, run.line_no
+        if run.converter is None:
+            run.converter = self.new_converter(run)
+            pos, line_no = run.start
+        for read in self.steps(run, pos, line_no, count=False):
+            step = replace(read, line_no=line_no)
+            if step.chunk is None:
+                if step.pos >= run.pos:
+                    self.oversize(run, step)
+                line_no += 1
+                continue
+            converted = self.prepare(run, step)
+            if step.pos >= run.pos:  # else stored already: only the converter needed it
+                self.store(run, step, converted)
+            line_no = converted.line_no
+
+    def new_converter(self, run: FileRun) -> Converter:
+        return Converter(str(run.path), run.agent_type)
+
+    def steps(self, run: FileRun, pos: int, line_no: int, *, count: bool = True) -> Iterator[Step]:
+        """The batches (and oversize lines) of `run` from `pos`, after line `line_no`, to its
+        last complete line. Without `count`, a batch's lines are not counted: the caller
+        numbers the steps itself (the prepare step counts the lines it cuts)."""
+        cfg = self.config
+        while pos < run.size:
+            chunk = read_chunk(run.fd, pos, run.size, cfg.batch_bytes, cfg.max_line_bytes)
+            # Lines are cut from the chunk as they are imported: no list of lines is built.
+            consumed = chunk.rfind(b"\n") + 1
+            if consumed:
+                lines = chunk.count(b"\n", 0, consumed) if count else 0
+                yield Step(pos, line_no, chunk, consumed, lines)
+                pos, line_no = pos + consumed, line_no + lines
+                continue
+            if len(chunk) < cfg.max_line_bytes:
+                return  # a partial last line: not yet written (I4); read it next time
+            end = next_newline(run.fd, pos, run.size)
+            if end < 0:
+                return  # an oversize line still being written
+            yield Step(pos, line_no, None, end + 1 - pos, 1)
+            pos, line_no = end + 1, line_no + 1
+
+    def prepare(self, run: FileRun, step: Step) -> Converted:
+        """Convert and prepare a batch in process."""
+        assert run.converter is not None and step.chunk is not None
+        return prepare_transcript_lines(
+            run.converter,
+            step.chunk,
+            step.consumed,
+            step.pos,
+            step.line_no,
+            run.state.file_id,
+            self.config,
+            is_live=run.is_live,
+        )
+
+    def store(self, run: FileRun, step: Step, converted: Converted) -> None:
+        """Store a prepared batch and its file's new offset in one transaction (I3)."""
+        chunk = step.chunk
+        assert chunk is not None
+
+        def line_at(offset: int) -> bytes:
+            at = offset - step.pos
+            return chunk[at : chunk.index(b"\n", at)]
+
+        batch = Batch(run.state)
+        registry = self.registry
+        end = step.pos + step.consumed
+        try:
+            with store.transaction(self.conn):
+                take_converted(batch, converted, registry, line_at)
+                batch.pending = transcript_store.separate_keys(self.conn, batch.pending)
+                self.writer.ingestor.store_batch(batch)
+                registry.flush()
+                held = converted.held
+                offset, at_line = (end, converted.line_no) if held is None else held
+                run.state = self._save(run.fd, run.state, offset, at_line)
+        except BaseException:
+            registry.reset()
+            raise
+        run.pos, run.line_no, run.held = end, converted.line_no, converted.held
+        stats = run.stats
+        stats.lines += converted.line_no - step.line_no
+        stats.bytes += step.consumed
+        stats.entries += batch.stats.entries
+        stats.duplicates += batch.stats.duplicates
+        stats.quarantined += batch.stats.quarantined
+        if self.writer.ingestor.on_batch is not None and batch.stats.inserted:
+            self.writer.ingestor.on_batch(batch.stats)
+
+    def oversize(self, run: FileRun, step: Step) -> None:
+        """Quarantine a line longer than [ingest] max_line_bytes, unread, and go past it."""
+        error = f"line exceeds [ingest] max_line_bytes ({step.consumed} bytes)"
+        end = step.pos + step.consumed
+        offset, at_line = (end, step.line_no + 1) if run.held is None else run.held
+        batch = Batch(run.state)
+        batch.quarantine(step.pos, step.line_no + 1, error, os.pread(run.fd, 4096, step.pos))
+        with store.transaction(self.conn):
+            self.writer.ingestor.store_batch(batch)
+            run.state = self._save(run.fd, run.state, offset, at_line)
+        run.pos, run.line_no = end, step.line_no + 1
+        run.stats.quarantined += 1
 
     def _save(self, fd: int, state: FileState, offset: int, line_no: int) -> FileState:
         new = advanced(state, fd, offset, line_no)
         transcript_store.save_file(self.conn, new)
         return new
-
-    def _commit(
-        self, fd: int, state: FileState, offset: int, line_no: int, bad: list[tuple[int, int, str]]
-    ) -> FileState:
-        """Quarantine lines that were never decoded and store the new offset."""
-        batch = Batch(state)
-        for at, at_line, error in bad:
-            batch.quarantine(at, at_line, error, os.pread(fd, 4096, at))
-        with store.transaction(self.conn):
-            self.writer.ingestor.store_batch(batch)
-            return self._save(fd, state, offset, line_no)
 
 
 def _is_utf8_name(path: Path) -> bool:

@@ -282,6 +282,7 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer.search_index",
         "indexer.session_query",
         "indexer.task_lookup",
+        "indexer.transcript_ahead",
         "indexer.transcript_import",
         "indexer.transcript_paths",
         "indexer.writer",

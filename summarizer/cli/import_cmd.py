@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.errors import IndexBusyError, TranscriptPathError
+from indexer.transcript_ahead import import_files
 from indexer.transcript_import import ImportStats, TranscriptImporter
 from indexer.transcript_paths import all_project_dirs, project_dir, transcript_files
 from indexer.writer import open_writer, writer_lock
@@ -26,7 +27,9 @@ def cmd_import(args: argparse.Namespace) -> int:
             writer = open_writer(paths)
             try:
                 writer.start()
-                stats = _run(TranscriptImporter(writer), files)
+                importer = TranscriptImporter(writer)
+                worker = args.prepare_worker or ("on" if importer.config.prepare_worker else "auto")
+                stats = _run(importer, files, worker)
             finally:
                 writer.close()
     except IndexBusyError as e:  # only the lock raises it: the daemon owns the index (I8)
@@ -53,16 +56,13 @@ def _sources(args: argparse.Namespace) -> list[Path]:
     return [folder]
 
 
-def _run(importer: TranscriptImporter, files: list[Path]) -> ImportStats:
-    total = ImportStats()
+def _run(importer: TranscriptImporter, files: list[Path], worker: str) -> ImportStats:
     bar = _progress_bar(importer, files)
     try:
-        for path in files:
-            total.add(importer.import_file(path, bar.update if bar is not None else None))
+        return import_files(importer, files, bar.update if bar is not None else None, worker=worker)
     finally:
         if bar is not None:
             bar.close()
-    return total
 
 
 def _progress_bar(importer: TranscriptImporter, files: list[Path]) -> Any:

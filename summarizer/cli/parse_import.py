@@ -23,3 +23,11 @@ def register(add: AddCommand) -> None:
         "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)",
     )
     p.add_argument("--all", action="store_true", help="import the transcripts of every project")
+    p.add_argument(
+        "--prepare-worker",
+        choices=("auto", "on", "off"),
+        default=None,
+        help="read, convert and redact lines in a second process, one batch ahead, for an "
+        "import of 32 MB or more with the default batch_bytes: on, off, or auto = on when a CPU "
+        "core is idle at the start (default: on if [ingest] prepare_worker = true, else auto)",
+    )
