@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from helpers import CORPUS, REPO, clean_env, poll, query
+from worker_helpers import GARBAGE_WORKER, no_child_left
 
 from indexer import prepare_worker
 from indexer.config import Config, IngestConfig
@@ -87,11 +88,6 @@ def _index(root: Path) -> dict[str, Any]:
     return found
 
 
-def _no_child_left() -> None:
-    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
-    assert children == [], f"child processes left after the import: {children}"
-
-
 def _count_results(
     monkeypatch: pytest.MonkeyPatch, kill_at: int = 0, sig: signal.Signals = signal.SIGKILL
 ) -> list[int]:
@@ -141,7 +137,7 @@ def test_the_index_is_the_same_with_and_without_the_worker(
     monkeypatch.setattr(TranscriptImporter, "prepare", prepare)
     files = _copy_corpus(tmp_path / "transcripts")
     stats = _import(tmp_path / ".ctxd", files, "on")
-    _no_child_left()
+    no_child_left("the import")
     expected, alone = reference
     assert len(used) > 100 and in_process == []  # the worker prepared every batch
     assert len(set(used)) == 1
@@ -196,7 +192,7 @@ def test_a_worker_killed_mid_import_loses_and_repeats_nothing(
     files = _copy_corpus(tmp_path / "transcripts")
     with caplog.at_level(logging.WARNING, logger="ctxd.import"):
         stats = _import(tmp_path / ".ctxd", files, "on")
-    _no_child_left()
+    no_child_left("the import")
     # Killed when it may have written the replies to the two batches ahead, it fails on the
     # 40th to 42nd batch.
     assert len(used) in (40, 41, 42)  # and is not used after that
@@ -227,7 +223,7 @@ def test_a_hung_worker_is_given_up_after_the_bound(
     files = _copy_corpus(tmp_path / "transcripts")
     with caplog.at_level(logging.WARNING, logger="ctxd.import"):
         _import(tmp_path / ".ctxd", files, "on")
-    _no_child_left()  # killed and reaped, stopped as it was
+    no_child_left("the import")  # killed and reaped, stopped as it was
     assert len(used) in (20, 21, 22)
     assert any("gave no result within 0.5 s" in r.getMessage() for r in caplog.records)
     got = _index(tmp_path / ".ctxd")
@@ -241,23 +237,11 @@ def test_a_worker_answering_garbage_is_given_up(
     caplog: pytest.LogCaptureFixture,
     reference: tuple[dict[str, Any], ImportStats],
 ) -> None:
-    # A worker that says ready, then answers every batch with bytes that are no reply.
-    garbage = (
-        "import os, struct\n"
-        "def frame():\n"
-        "    n = struct.unpack('<Q', os.read(0, 8))[0]\n"
-        "    while n: n -= len(os.read(0, min(n, 65536)))\n"
-        "frame()\n"
-        "os.write(1, struct.pack('<Q', 5) + b'ready')\n"
-        "while True:\n"
-        "    frame(); frame()\n"
-        "    os.write(1, struct.pack('<Q', 4) + b'junk')\n"
-    )
-    monkeypatch.setattr(prepare_worker, "_CHILD", garbage)
+    monkeypatch.setattr(prepare_worker, "_CHILD", GARBAGE_WORKER)
     files = _copy_corpus(tmp_path / "transcripts")
     with caplog.at_level(logging.WARNING, logger="ctxd.import"):
         _import(tmp_path / ".ctxd", files, "on")
-    _no_child_left()
+    no_child_left("the import")
     warnings = [r.getMessage() for r in caplog.records if "prepare worker" in r.getMessage()]
     assert len(warnings) == 1 and "sent a result that does not decode" in warnings[0]
     got = _index(tmp_path / ".ctxd")
@@ -334,4 +318,4 @@ def test_the_worker_starts_only_when_asked_and_worth_it(
         finally:
             writer.close()
     assert bool(started) is expected
-    _no_child_left()
+    no_child_left("the import")

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from daemon_helpers import HOOKS, spooled_corpus
 from helpers import REPO, clean_env, poll, query
+from worker_helpers import GARBAGE_WORKER, no_child_left
 
 from indexer import prepare_worker
 from indexer.config import Config, IngestConfig
@@ -115,11 +116,6 @@ def _count_results(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return used
 
 
-def _no_child_left() -> None:
-    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
-    assert children == [], f"child processes left after the pass: {children}"
-
-
 def test_the_index_is_the_same_with_and_without_the_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -137,7 +133,7 @@ def test_the_index_is_the_same_with_and_without_the_worker(
     first = catch_up(alone, _config(worker=False)).stats
     assert used == []
     second = catch_up(helped, _config(worker=True)).stats
-    _no_child_left()
+    no_child_left("the pass")
     batches = len(stored) // 2  # the second pass's
     assert len(used) > batches // 2, (len(used), batches)  # the worker did most of it
     assert len(set(used)) == 1  # one worker for the pass
@@ -193,7 +189,7 @@ def test_a_worker_killed_mid_pass_loses_and_repeats_nothing(
         catch_up(paths, _config(worker=True))
     # Killed after it had written its fifth reply, it fails on the sixth batch.
     assert len(pids) in (5, 6)  # and is not used after that
-    _no_child_left()
+    no_child_left("the pass")
     warnings = [r.getMessage() for r in caplog.records if "prepare worker" in r.getMessage()]
     assert warnings == [
         f"the prepare worker (pid {pids[0]}) exited (signal 9); this pass prepares the rest"
@@ -215,7 +211,7 @@ def test_a_hung_worker_is_given_up_after_the_bound(
         catch_up(paths, _config(worker=True))
     # Stopped after it had written its third reply, it hangs on the fourth batch.
     assert len(pids) in (3, 4)
-    _no_child_left()  # killed and reaped, stopped as it was
+    no_child_left("the pass")  # killed and reaped, stopped as it was
     assert any("gave no result within 0.5 s" in r.getMessage() for r in caplog.records)
     _exactly_once(paths, reference)
 
@@ -226,23 +222,11 @@ def test_a_worker_answering_garbage_is_given_up(
     caplog: pytest.LogCaptureFixture,
     reference: dict[str, Any],
 ) -> None:
-    # A worker that says ready, then answers every batch with bytes that are no reply.
-    garbage = (
-        "import os, struct\n"
-        "def frame():\n"
-        "    n = struct.unpack('<Q', os.read(0, 8))[0]\n"
-        "    while n: n -= len(os.read(0, min(n, 65536)))\n"
-        "frame()\n"
-        "os.write(1, struct.pack('<Q', 5) + b'ready')\n"
-        "while True:\n"
-        "    frame(); frame()\n"
-        "    os.write(1, struct.pack('<Q', 4) + b'junk')\n"
-    )
-    monkeypatch.setattr(prepare_worker, "_CHILD", garbage)
+    monkeypatch.setattr(prepare_worker, "_CHILD", GARBAGE_WORKER)
     paths = _spool(tmp_path / "state")
     with caplog.at_level(logging.WARNING, logger="ctxd.ingest"):
         catch_up(paths, _config(worker=True))
-    _no_child_left()
+    no_child_left("the pass")
     warnings = [r.getMessage() for r in caplog.records if "prepare worker" in r.getMessage()]
     assert len(warnings) == 1 and "sent a result that does not decode" in warnings[0]
     _exactly_once(paths, reference)
@@ -278,7 +262,7 @@ def test_the_worker_starts_only_when_enabled_and_worth_it(
     config = Config(ingest=IngestConfig(batch_bytes=batch_bytes, **switch))
     catch_up(paths, config)
     assert bool(started) is expected
-    _no_child_left()
+    no_child_left("the pass")
 
 
 def _children(pid: int) -> list[str]:
@@ -346,13 +330,13 @@ def test_a_pass_told_to_stop_ends_its_worker_and_the_next_pass_goes_on(
             # Asked between batches: stop once the worker has prepared a few of them.
             writer.ingestor.should_stop = lambda: len(used) >= 3
             first = writer.pass_once()
-            _no_child_left()
+            no_child_left("the pass")
             assert len(used) == 3 and first.lines == sum(batches)
             writer.ingestor.should_stop = None
             while writer.pass_once().lines:
                 pass
         finally:
             writer.close()
-    _no_child_left()
+    no_child_left("the pass")
     assert len(set(used)) == 2  # a worker for each pass
     _exactly_once(paths, reference)
