@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 from helpers import CORPUS, REPO, clean_env, poll, query
 from worker_helpers import GARBAGE_WORKER, no_child_left
 
-from indexer import prepare_worker
+from indexer import prepare_worker, transcript_ahead
 from indexer.config import Config, IngestConfig
 from indexer.paths import StatePaths
 from indexer.prepare_worker import PrepareWorker
@@ -319,3 +320,55 @@ def test_the_worker_starts_only_when_asked_and_worth_it(
             writer.close()
     assert bool(started) is expected
     no_child_left("the import")
+
+
+def _samples(idle_ticks: int, total_ticks: int) -> Callable[[], list[int]]:
+    """A stand-in for /proc/stat's cpu line: two samples `total_ticks` apart, `idle_ticks`
+    of them idle (user, nice, system, idle, iowait, irq, softirq, steal)."""
+    readings = iter(
+        [
+            [1000, 0, 500, 8000, 100, 0, 0, 0],
+            [1000 + total_ticks - idle_ticks, 0, 500, 8000 + idle_ticks, 100, 0, 0, 0],
+        ]
+    )
+    return lambda: next(readings)
+
+
+@pytest.mark.parametrize(
+    ("cores", "idle_ticks", "expected"),
+    [(2, 200, True), (2, 185, True), (2, 100, False), (2, 150, False), (1, 100, False)],
+    ids=["both-idle", "nearly-both-idle", "one-busy", "one-half-busy", "one-core"],
+)
+def test_auto_starts_the_worker_only_with_a_core_idle_besides_the_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int, idle_ticks: int, expected: bool
+) -> None:
+    started: list[int] = []
+    real = PrepareWorker.__init__
+
+    def init(self: PrepareWorker, cfg: IngestConfig) -> None:
+        real(self, cfg)
+        started.append(self.pid)
+
+    monkeypatch.setattr(PrepareWorker, "__init__", init)
+    monkeypatch.setattr(transcript_ahead, "_SAMPLE_S", 0.0)
+    monkeypatch.setattr(transcript_ahead.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(transcript_ahead, "_cpu_times", _samples(idle_ticks, 100 * cores))
+    files = _copy_corpus(tmp_path / "transcripts")
+    _import(tmp_path / ".ctxd", files, "auto")
+    assert bool(started) is expected
+    no_child_left("the import")
+
+
+def test_auto_falls_back_to_the_load_average_without_proc_stat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unreadable() -> list[int]:
+        raise OSError("no /proc/stat")
+
+    monkeypatch.setattr(transcript_ahead, "_SAMPLE_S", 0.0)
+    monkeypatch.setattr(transcript_ahead, "_cpu_times", unreadable)
+    monkeypatch.setattr(transcript_ahead.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(transcript_ahead.os, "getloadavg", lambda: (1.5, 1.0, 1.0))
+    assert transcript_ahead.core_is_idle()
+    monkeypatch.setattr(transcript_ahead.os, "getloadavg", lambda: (3.5, 1.0, 1.0))
+    assert not transcript_ahead.core_is_idle()
