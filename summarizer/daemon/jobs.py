@@ -321,9 +321,12 @@ class CompactionJobs:
 
 def _release_tokenizer() -> None:
     """Drop the token counters and hand their memory back to the system."""
+    import gc
+
     from summarizer.common.tokens import release_counters
 
     release_counters()
+    gc.collect()  # a counter still held in a reference cycle is freed now, not at some later GC
     malloc_trim()
 
 

@@ -43,3 +43,30 @@ def test_the_startup_run_drops_the_tokenizer_at_once_and_a_pre_compact_run_keeps
         finally:
             jobs.stop()
             daemon.writer.conn.close()
+
+
+def test_the_release_frees_garbage_held_in_reference_cycles_before_trimming() -> None:
+    # The daemon's startup duties leave megabytes in reference cycles; freed only at some
+    # later automatic collection, they stayed out of malloc_trim's reach until the next
+    # release, 30 s into the idle daemon (RSS 68.6 MB instead of 52.4 in bench_idle).
+    import gc
+    import weakref
+
+    from summarizer.daemon import jobs
+
+    class Holder:
+        pass
+
+    was_enabled = gc.isenabled()
+    gc.disable()  # no automatic collection may free the cycle first
+    try:
+        cycle = Holder()
+        cycle.self = cycle  # type: ignore[attr-defined]
+        alive = weakref.ref(cycle)
+        del cycle
+        assert alive() is not None
+        jobs._release_tokenizer()
+        assert alive() is None
+    finally:
+        if was_enabled:
+            gc.enable()
