@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,8 @@ from indexer.writer import catch_up  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 SAMPLE_S = 0.25
+# A daemon at rest uses well under this share of a core (the idle goal is 0.5 %).
+QUIET_CPU = 0.02
 
 
 @dataclass
@@ -145,18 +148,27 @@ def index_state(paths: StatePaths) -> tuple[int, int]:
         conn.close()
 
 
-def settled(paths: StatePaths, quiet_s: float) -> Callable[[], bool]:
-    """True once everything is indexed and published and no pass ran for `quiet_s` seconds."""
+def settled(paths: StatePaths, pid: int, quiet_s: float) -> Callable[[], bool]:
+    """True once everything is indexed and published, and for the last `quiet_s` seconds no
+    pass ran and the daemon used under QUIET_CPU of a core (the startup work, such as handing
+    memory back after the startup compaction, is over)."""
     last = {"passes": -2.0, "since": time.monotonic()}
+    cpu_seen: deque[tuple[float, float]] = deque()  # (when, CPU seconds) of recent checks
 
     def check() -> bool:
+        now = time.monotonic()
+        cpu_seen.append((now, cpu_seconds(pid)))
+        while len(cpu_seen) > 1 and cpu_seen[1][0] <= now - quiet_s:
+            cpu_seen.popleft()  # keep one check at least quiet_s old
         beat = heartbeat(paths)
         if beat.get("passes", -1.0) != last["passes"]:
-            last["passes"], last["since"] = beat.get("passes", -1.0), time.monotonic()
+            last["passes"], last["since"] = beat.get("passes", -1.0), now
             return False
+        (then, cpu_then), cpu_now = cpu_seen[0], cpu_seen[-1][1]
+        calm = now - then >= quiet_s and cpu_now - cpu_then <= QUIET_CPU * (now - then)
         top, published = index_state(paths)
-        quiet = time.monotonic() - last["since"] >= quiet_s
-        return bool(beat.get("lag_lines") == 0 and published >= top and quiet)
+        quiet = now - last["since"] >= quiet_s
+        return bool(beat.get("lag_lines") == 0 and published >= top and quiet and calm)
 
     return check
 
@@ -225,7 +237,7 @@ def main() -> int:
 
 def run_phases(pid: int, paths: StatePaths, staging: Path, args: argparse.Namespace) -> list[Phase]:
     """Settle, idle, ingest, compaction: the sampled phases in order."""
-    phases = [sample(pid, "start and settle", settled(paths, quiet_s=3.0))]
+    phases = [sample(pid, "start and settle", settled(paths, pid, quiet_s=3.0))]
     phases.append(sample(pid, f"idle ({args.idle_s:.0f} s)", lambda: True, min_s=args.idle_s))
     before = int(heartbeat(paths).get("entries", 0))
     target = before + args.ingest
