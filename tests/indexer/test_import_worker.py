@@ -293,14 +293,8 @@ def test_ctxd_import_with_the_worker_leaves_no_process(
     assert f"imported {alone.entries} entries from {alone.lines} lines" in stdout
 
 
-@pytest.mark.parametrize(
-    ("worker", "batch_bytes", "expected"),
-    [("on", BATCH_BYTES, True), ("off", BATCH_BYTES, False), ("on", 1 << 30, False)],
-    ids=["on", "off", "small-import"],
-)
-def test_the_worker_starts_only_when_asked_and_worth_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: str, batch_bytes: int, expected: bool
-) -> None:
+def _started_workers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The live list of the pids of every prepare worker started from now on."""
     started: list[int] = []
     real = PrepareWorker.__init__
 
@@ -309,6 +303,18 @@ def test_the_worker_starts_only_when_asked_and_worth_it(
         started.append(self.pid)
 
     monkeypatch.setattr(PrepareWorker, "__init__", init)
+    return started
+
+
+@pytest.mark.parametrize(
+    ("worker", "batch_bytes", "expected"),
+    [("on", BATCH_BYTES, True), ("off", BATCH_BYTES, False), ("on", 1 << 30, False)],
+    ids=["on", "off", "small-import"],
+)
+def test_the_worker_starts_only_when_asked_and_worth_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: str, batch_bytes: int, expected: bool
+) -> None:
+    started = _started_workers(monkeypatch)
     paths = StatePaths(tmp_path / ".ctxd")
     files = _copy_corpus(tmp_path / "transcripts")
     with writer_lock(paths):
@@ -342,14 +348,7 @@ def _samples(idle_ticks: int, total_ticks: int) -> Callable[[], list[int]]:
 def test_auto_starts_the_worker_only_with_a_core_idle_besides_the_imports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int, idle_ticks: int, expected: bool
 ) -> None:
-    started: list[int] = []
-    real = PrepareWorker.__init__
-
-    def init(self: PrepareWorker, cfg: IngestConfig) -> None:
-        real(self, cfg)
-        started.append(self.pid)
-
-    monkeypatch.setattr(PrepareWorker, "__init__", init)
+    started = _started_workers(monkeypatch)
     monkeypatch.setattr(transcript_ahead, "_SAMPLE_S", 0.0)
     monkeypatch.setattr(transcript_ahead.os, "cpu_count", lambda: cores)
     monkeypatch.setattr(transcript_ahead, "_cpu_times", _samples(idle_ticks, 100 * cores))
