@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from helpers import CORPUS, REPO, clean_env, poll, query
-from worker_helpers import GARBAGE_WORKER, no_child_left
+from worker_helpers import GARBAGE_WORKER, no_child_left, signal_at
 
 from indexer import prepare_worker, transcript_ahead
 from indexer.config import Config, IngestConfig
@@ -94,23 +94,13 @@ def _count_results(
 ) -> list[int]:
     """Count the batches whose result the writer waited for (sending `sig` to the worker
     just before the `kill_at`-th); return the live list of worker pids."""
-    used: list[int] = []
-    real = PrepareWorker.converted
     ready = PrepareWorker.poll_ready
     # Files start in process until the worker is ready: here the first waits for it, so the
     # worker takes every batch whatever the machine's load.
     monkeypatch.setattr(
         PrepareWorker, "poll_ready", lambda self: poll(lambda: ready(self), timeout=60)
     )
-
-    def converted(self: PrepareWorker, *args: Any) -> Any:
-        used.append(self.pid)
-        if len(used) == kill_at:
-            os.kill(self.pid, sig)
-        return real(self, *args)
-
-    monkeypatch.setattr(PrepareWorker, "converted", converted)
-    return used
+    return signal_at(monkeypatch, "converted", kill_at, sig)
 
 
 _REFERENCE_ROOT: list[Path] = []

@@ -4,7 +4,6 @@ answers garbage costs nothing but its help (every event indexed exactly once, no
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sqlite3
 import subprocess
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 from daemon_helpers import HOOKS, spooled_corpus
 from helpers import REPO, clean_env, poll, query
-from worker_helpers import GARBAGE_WORKER, no_child_left
+from worker_helpers import GARBAGE_WORKER, no_child_left, signal_at
 
 from indexer import prepare_worker
 from indexer.config import Config, IngestConfig
@@ -148,21 +147,6 @@ def test_the_index_is_the_same_with_and_without_the_worker(
         assert a[key] == b[key], key
 
 
-def _kill_at(call: int, sig: signal.Signals, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Send `sig` to the worker just before the writer waits for its `call`-th result."""
-    pids: list[int] = []
-    real = PrepareWorker.result
-
-    def result(self: PrepareWorker, *args: Any) -> Any:
-        pids.append(self.pid)
-        if len(pids) == call:
-            os.kill(self.pid, sig)
-        return real(self, *args)
-
-    monkeypatch.setattr(PrepareWorker, "result", result)
-    return pids
-
-
 def _exactly_once(paths: StatePaths, reference: dict[str, Any]) -> None:
     got = _index(paths)
     assert got["entries"] == reference["entries"]
@@ -183,7 +167,7 @@ def test_a_worker_killed_mid_pass_loses_and_repeats_nothing(
     caplog: pytest.LogCaptureFixture,
     reference: dict[str, Any],
 ) -> None:
-    pids = _kill_at(5, signal.SIGKILL, monkeypatch)
+    pids = signal_at(monkeypatch, "result", 5, signal.SIGKILL)
     paths = _spool(tmp_path / "state")
     with caplog.at_level(logging.WARNING, logger="ctxd.ingest"):
         catch_up(paths, _config(worker=True))
@@ -205,7 +189,7 @@ def test_a_hung_worker_is_given_up_after_the_bound(
     reference: dict[str, Any],
 ) -> None:
     monkeypatch.setattr(prepare_worker, "RESULT_TIMEOUT_S", 0.5)
-    pids = _kill_at(3, signal.SIGSTOP, monkeypatch)
+    pids = signal_at(monkeypatch, "result", 3, signal.SIGSTOP)
     paths = _spool(tmp_path / "state")
     with caplog.at_level(logging.WARNING, logger="ctxd.ingest"):
         catch_up(paths, _config(worker=True))
