@@ -16,7 +16,7 @@ from indexer.decoded import unescape
 from indexer.ingest_lines import Batch, IngestStats, guarded_line, guarded_take
 from indexer.models import Entry
 from indexer.paths import StatePaths
-from indexer.prepare import QUARANTINE_SCAN_BYTES, Prepared
+from indexer.prepare import QUARANTINE_SCAN_BYTES, Prepared, oversize_error
 from indexer.prepare_ahead import PrepareAhead
 from indexer.redact import redact_text
 from indexer.session_catalog import SessionDelta, add_to_session, update_session
@@ -228,7 +228,7 @@ class Ingestor:
             end = next_newline(fd, state.offset + len(chunk), size)
             if end < 0:
                 return state, stats, True  # still being written; look again later
-            error = f"line exceeds [ingest] max_line_bytes ({end - state.offset} bytes)"
+            error = oversize_error(end - state.offset)
             return self._skip_to(fd, state, end + 1, chunk, error, stats), stats, False
         pending = size - state.offset
         if state.partial_size != pending:

@@ -69,6 +69,13 @@ class Batch:
         make = self.sources.get(offset)
         return b"" if make is None else make()
 
+    def quarantine_prepared(self, p: Prepared) -> None:
+        """Quarantine a line its prepare step turned down; one that failed with a bug is
+        logged where it failed, like `quarantine_failure`."""
+        if p.failure:
+            log.error("quarantined %s line %d after %s", self.state.name, p.line_no, p.failure)
+        self.quarantine(p.offset, p.line_no, p.error, p.data)
+
     def quarantine_failure(self, offset: int, line_no: int, exc: Exception, data: bytes) -> None:
         """Quarantine a line whose handling raised `exc` (a bug, not bad input). The log says
         where it failed, not the message: it may quote the line, which is not redacted yet."""
@@ -116,21 +123,18 @@ def take_converted(
     sources = converted.sources
     for i, p in enumerate(converted.prepared):
         if i in bad:
-            if p.failure:
-                log.error("quarantined %s line %d after %s", batch.state.name, p.line_no, p.failure)
-            batch.quarantine(p.offset, p.line_no, p.error, p.data)
+            batch.quarantine_prepared(p)
             continue
+        # A late quarantine keeps the event's JSON, or (made in the worker, which sends no
+        # JSON) its transcript line.
+        source = (sources[i] if sources else None) or partial(line_at, p.offset)
         try:
             if take(batch, p, registry):
-                # A late quarantine keeps the event's JSON, or (made in the worker, which
-                # sends no JSON) its transcript line.
-                source = sources[i] if sources else None
-                batch.sources[p.offset] = source or partial(line_at, p.offset)
+                batch.sources[p.offset] = source
         except sqlite3.Error:
             raise
         except Exception as e:  # one event must never stop the import
-            make = sources[i] if sources else None
-            batch.quarantine_failure(p.offset, p.line_no, e, make() if make else line_at(p.offset))
+            batch.quarantine_failure(p.offset, p.line_no, e, source())
 
 
 def take(batch: Batch, p: Prepared, registry: AgentRegistry) -> bool:
@@ -138,9 +142,7 @@ def take(batch: Batch, p: Prepared, registry: AgentRegistry) -> bool:
     entry was added (the caller keeps its source for a late quarantine)."""
     batch.stats.lines += 1
     if p.error:
-        if p.failure:
-            log.error("quarantined %s line %d after %s", batch.state.name, p.line_no, p.failure)
-        batch.quarantine(p.offset, p.line_no, p.error, p.data)
+        batch.quarantine_prepared(p)
         return False
     if p.entry is None:
         return False  # a blank line

@@ -19,9 +19,12 @@ __all__ = [
     "Prepared",
     "check_utf8",
     "event_of",
+    "failed",
+    "oversize_error",
     "prepare_event",
     "prepare_line",
     "prepare_lines",
+    "quarantined",
 ]
 
 _PAYLOAD = msgspec.json.Decoder(HookPayload)
@@ -64,7 +67,7 @@ def prepare_line(raw: RawLine, line_no: int, file_id: int, cfg: IngestConfig) ->
     try:
         return _prepare_line(raw, line_no, file_id, cfg)
     except Exception as e:  # one line must never stop ingest
-        return _failed(raw.offset, line_no, e, raw.data)
+        return failed(raw.offset, line_no, e, raw.data)
 
 
 def prepare_event(
@@ -83,7 +86,7 @@ def prepare_event(
     try:
         return _prepare_payload(offset, line_no, ts_ns, pid, payload, event_json, file_id, cfg)
     except Exception as e:  # one event must never stop the import
-        return _failed(offset, line_no, e, event_json())
+        return failed(offset, line_no, e, event_json())
 
 
 def event_of(line: bytes) -> bytes:
@@ -97,6 +100,11 @@ def event_of(line: bytes) -> bytes:
         except (msgspec.DecodeError, ValueError):
             pass
     return bytes(decode_envelope(line).event)
+
+
+def oversize_error(length: int) -> str:
+    """The quarantine reason of a line longer than [ingest] max_line_bytes."""
+    return f"line exceeds [ingest] max_line_bytes ({length} bytes)"
 
 
 def check_utf8(raw: bytes) -> None:
@@ -113,7 +121,8 @@ def check_utf8(raw: bytes) -> None:
             raise PayloadError(f"event is not valid UTF-8 ({e.reason} at byte {e.start})") from e
 
 
-def _failed(offset: int, line_no: int, exc: Exception, data: bytes) -> Prepared:
+def failed(offset: int, line_no: int, exc: Exception, data: bytes) -> Prepared:
+    """A line (or event) whose handling raised `exc` (a bug, not bad input), quarantined."""
     return Prepared(
         offset,
         line_no,
@@ -123,7 +132,8 @@ def _failed(offset: int, line_no: int, exc: Exception, data: bytes) -> Prepared:
     )
 
 
-def _quarantined(offset: int, line_no: int, error: str, data: bytes) -> Prepared:
+def quarantined(offset: int, line_no: int, error: str, data: bytes) -> Prepared:
+    """A line (or event) quarantined for `error`, keeping the start of `data`."""
     return Prepared(offset, line_no, error=error, data=data[:QUARANTINE_SCAN_BYTES])
 
 
@@ -134,8 +144,7 @@ def _prepare_line(raw: RawLine, line_no: int, file_id: int, cfg: IngestConfig) -
     if len(data) > cfg.max_line_bytes:
         # A long line that fits in one read chunk (batch_bytes > max_line_bytes) must be
         # judged like one that does not: quarantined whatever the chunk boundaries.
-        error = f"line exceeds [ingest] max_line_bytes ({len(data)} bytes)"
-        return _quarantined(raw.offset, line_no, error, data)
+        return quarantined(raw.offset, line_no, oversize_error(len(data)), data)
     # The hook's own layout is read without decoding the envelope: one decode of the event.
     env = written_envelope(data)
     payload = None
@@ -151,7 +160,7 @@ def _prepare_line(raw: RawLine, line_no: int, file_id: int, cfg: IngestConfig) -
             # A torn fragment (hook killed mid-write) is a line of its own: the next hook
             # starts on a fresh line (I2). Nothing inside a line is salvaged as a record, so
             # a payload cannot forge an envelope.
-            return _quarantined(raw.offset, line_no, str(e), data)
+            return quarantined(raw.offset, line_no, str(e), data)
     return _prepare_envelope(raw.offset, line_no, env, file_id, cfg, payload)
 
 
@@ -167,7 +176,7 @@ def _prepare_envelope(
         try:
             payload = _PAYLOAD.decode(env.event)
         except (msgspec.DecodeError, ValueError) as e:
-            return _quarantined(offset, line_no, _payload_error(e), bytes(env.event))
+            return quarantined(offset, line_no, _payload_error(e), bytes(env.event))
     return _prepare_payload(offset, line_no, env.ts_ns, env.pid, payload, env.event, file_id, cfg)
 
 
@@ -197,7 +206,7 @@ def _prepare_payload(
         check_utf8(bytes(entry.detail))
     except (msgspec.DecodeError, ValueError) as e:
         data = bytes(source) if isinstance(source, msgspec.Raw) else source()
-        return _quarantined(offset, line_no, _payload_error(e), data)
+        return quarantined(offset, line_no, _payload_error(e), data)
     # Redacted here, before attribution: the agent table keeps the entry's description.
     return Prepared(
         offset,

@@ -13,6 +13,7 @@ import msgspec
 
 from indexer import store, transcript_store
 from indexer.ingest_lines import Batch, take_converted
+from indexer.prepare import oversize_error
 from indexer.tailer import (
     Action,
     FileState,
@@ -254,7 +255,7 @@ class TranscriptImporter:
 
     def oversize(self, run: FileRun, step: Step) -> None:
         """Quarantine a line longer than [ingest] max_line_bytes, unread, and go past it."""
-        error = f"line exceeds [ingest] max_line_bytes ({step.consumed} bytes)"
+        error = oversize_error(step.consumed)
         end = step.pos + step.consumed
         offset, at_line = (end, step.line_no + 1) if run.held is None else run.held
         batch = Batch(run.state)

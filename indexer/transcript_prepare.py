@@ -12,8 +12,7 @@ from collections.abc import Callable
 import msgspec
 
 from indexer.config import IngestConfig
-from indexer.logsafe import failure
-from indexer.prepare import QUARANTINE_SCAN_BYTES, Prepared, prepare_event
+from indexer.prepare import Prepared, failed, oversize_error, prepare_event, quarantined
 from indexer.transcript_records import IMPORT_PID, Converter, RecordError
 
 __all__ = ["ORPHAN_LINES", "Converted", "prepare_transcript_lines"]
@@ -80,16 +79,15 @@ def _line(
     if not data or data.isspace():  # isspace stops at the first other byte
         return
     if len(data) > cfg.max_line_bytes:
-        error = f"line exceeds [ingest] max_line_bytes ({len(data)} bytes)"
-        _bad(out, offset, line_no, error, data)
+        _bad(out, quarantined(offset, line_no, oversize_error(len(data)), data))
         return
     try:
         events = converter.convert(data, offset, line_no)
     except RecordError as e:
-        _bad(out, offset, line_no, str(e), data)
+        _bad(out, quarantined(offset, line_no, str(e), data))
         return
     except Exception as e:  # a record shape no rule foresaw must not stop the import (I6)
-        _bad(out, offset, line_no, f"{type(e).__name__}: {e}", data, failure(e))
+        _bad(out, failed(offset, line_no, e, data))
         return
     for event in events:
         out.prepared.append(
@@ -107,11 +105,8 @@ def _line(
         out.sources.append(event.event_json)
 
 
-def _bad(
-    out: Converted, offset: int, line_no: int, error: str, data: bytes, where: str = ""
-) -> None:
+def _bad(out: Converted, p: Prepared) -> None:
+    """Add a whole line quarantined before any event was made of it."""
     out.bad.append(len(out.prepared))
-    out.prepared.append(
-        Prepared(offset, line_no, error=error, data=data[:QUARANTINE_SCAN_BYTES], failure=where)
-    )
+    out.prepared.append(p)
     out.sources.append(None)
