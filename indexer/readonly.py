@@ -15,7 +15,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from indexer.safefs import refuse_linked_index
+from indexer.index_file import open_index
 
 SCHEMA_VERSION = 1  # must equal indexer.store.SCHEMA_VERSION (checked by the tests)
 
@@ -71,16 +71,17 @@ def spool_lag(spool: Path, offsets: Mapping[str, int]) -> tuple[int, int]:
 
 def connect_readonly(index_db: Path) -> sqlite3.Connection | None:
     """A read-only connection, or None if there is no index or it has another schema."""
-    if not index_db.exists():
-        return None
-    refuse_linked_index(index_db)
     try:
-        conn = sqlite3.connect(f"file:{index_db}?mode=ro", uri=True, isolation_level=None)
+        conn = open_index(index_db, readonly=True)
+    except (FileNotFoundError, sqlite3.DatabaseError):
+        return None
+    try:
         conn.execute("PRAGMA busy_timeout=10000")
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             conn.close()
             return None
     except sqlite3.DatabaseError:
+        conn.close()
         return None
     return conn
 

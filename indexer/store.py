@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -13,9 +12,10 @@ from typing import Any
 
 import msgspec
 
-from indexer import safefs, search_index
+from indexer import search_index
 from indexer.entry_keys import TOOL_INDEX, replace_old_tool_index, tool_key
 from indexer.errors import IndexCorruptError
+from indexer.index_file import open_index
 from indexer.locks import lock_is_held
 from indexer.models import Entry
 from indexer.paths import StatePaths
@@ -97,15 +97,11 @@ class StoredEntry:
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open the index (creating it unless `readonly`), WAL mode, schema checked."""
-    safefs.refuse_linked_index(path)
     try:
-        if readonly:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-        else:
-            # Created relative to the state dir's fd (itself opened O_NOFOLLOW): SQLite then
-            # opens it by path, which is the one place a swapped state dir is not caught.
-            os.close(safefs.open_file(path.parent, path, os.O_RDWR | os.O_CREAT))
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            conn = open_index(path, readonly=readonly, check_same_thread=readonly)
+        except FileNotFoundError:  # only when readonly: reported as SQLite reports it
+            raise sqlite3.OperationalError("unable to open database file") from None
         conn.execute("PRAGMA busy_timeout=10000")
         if not readonly:
             conn.execute("PRAGMA journal_mode=WAL")

@@ -1,0 +1,79 @@
+"""Open the index with SQLite: by a quoted URI, and never through a symlink swapped in."""
+
+# SQLite opens the database by name. Checking the name for a symlink first leaves a window in
+# which `index.db` or the state directory itself can be swapped for a link, and SQLite would then
+# open (and write, and create a WAL beside) a file elsewhere. So the file is first opened here by
+# the state directory's fd walk (indexer.safefs, O_NOFOLLOW at every step), SQLite is asked not
+# to create anything (`mode=rw`/`mode=ro`: a dangling link cannot make a new file), and the file
+# SQLite resolved (`PRAGMA database_list`) must be that same inode, or the connection is closed
+# before any statement runs. SQLite itself opens its -wal and -shm files with O_NOFOLLOW.
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+from indexer import safefs
+from indexer.errors import StateDirError
+
+
+def open_index(
+    index_db: Path, *, readonly: bool, check_same_thread: bool = True
+) -> sqlite3.Connection:
+    """A connection to `index_db` (created 0600 first unless `readonly`), in autocommit mode.
+
+    Raises FileNotFoundError for a missing index when `readonly`, StateDirError for a symlink
+    met before or during the open, sqlite3.DatabaseError for what SQLite refuses.
+    """
+    safefs.refuse_linked_index(index_db)
+    flags = os.O_RDONLY if readonly else os.O_RDWR | os.O_CREAT
+    try:
+        fd = safefs.open_file(index_db.parent, index_db, flags)
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # swapped for a link since the check above
+            raise _swapped(index_db) from None
+        raise
+    try:
+        expected = os.fstat(fd)
+    finally:
+        os.close(fd)
+    uri = f"{Path(os.path.abspath(index_db)).as_uri()}?mode={'ro' if readonly else 'rw'}"
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, isolation_level=None, check_same_thread=check_same_thread
+        )
+    except sqlite3.OperationalError:
+        if not _same_file(str(index_db), expected):  # a dangling link swapped in: say so
+            raise _swapped(index_db) from None
+        raise
+    try:
+        opened = conn.execute("PRAGMA database_list").fetchone()[2]
+        if not _same_file(opened, expected):
+            raise _swapped(index_db)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _same_file(name: str, expected: os.stat_result) -> bool:
+    """True if `name` (the path SQLite resolved and opened) is the regular file `expected`."""
+    try:
+        st = os.lstat(name)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == (
+        expected.st_dev,
+        expected.st_ino,
+    )
+
+
+def _swapped(index_db: Path) -> StateDirError:
+    return StateDirError(
+        f"{index_db} (or its directory) was replaced by a symlink while being opened: ctxd "
+        "never follows a link in its state directory; put the real file in its place and run "
+        "the command again"
+    )
