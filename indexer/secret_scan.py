@@ -161,13 +161,23 @@ _START_WORDS = {
 }
 
 
+# The only non-ASCII characters that `(?i)` matches to an ASCII letter (İ ı ſ and the Kelvin
+# sign; found by trying every code point). Text without them can match a rule's words only
+# where its lowercase spells them.
+_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
+
+
 def _matches(pattern: re.Pattern[str], kind: str, text: str) -> Iterator[re.Match[str]]:
-    """pattern.finditer(text), for a rule of _START_WORDS on ASCII text by its words."""
+    """pattern.finditer(text), for a rule of _START_WORDS tried only where its words start."""
     words = _START_WORDS.get(kind)
-    if words is None or not text.isascii():  # (?i) also folds non-ASCII letters (K, ſ)
+    if words is None:
         yield from pattern.finditer(text)
         return
     lower = text.lower()
+    # A lowercase of another length (İ becomes two characters) would misplace the starts.
+    if not text.isascii() and (len(lower) != len(text) or _FOLDS_TO_ASCII.search(text)):
+        yield from pattern.finditer(text)  # a case-blind alternation is tried everywhere
+        return
     starts: set[int] = set()
     for word in words:
         i = lower.find(word)

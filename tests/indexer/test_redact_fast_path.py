@@ -156,3 +156,35 @@ def test_word_located_matches_are_finditer(text: str) -> None:
         if rule.kind in _START_WORDS:
             fast = [m.span() for m in _matches(rule.pattern, rule.kind, text)]
             assert fast == [m.span() for m in rule.pattern.finditer(text)]
+
+
+# Non-ASCII text: accents and CJK around the words, and the four letters that `(?i)` folds to
+# ASCII ones (İ ı ſ, the Kelvin sign) in place of the words' own (`ſecret`, `\u212aey`).
+_FOLDS = {"i": "\u0130\u0131", "s": "\u017f", "k": "\u212a"}
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(assignment_text(), st.data())
+def test_word_located_matches_are_finditer_on_non_ascii_text(
+    text: str, data: st.DataObject
+) -> None:
+    chars = list(text)
+    for i, c in enumerate(chars):
+        folds = _FOLDS.get(c.lower(), "")
+        if data.draw(st.integers(0, 3)) == 0:
+            chars[i] = data.draw(st.sampled_from(["é", "日本", "\u2028", "ß", c, *folds]))
+    text = "".join(chars)
+    for rule in RULES:
+        if rule.kind in _START_WORDS:
+            fast = [m.span() for m in _matches(rule.pattern, rule.kind, text)]
+            assert fast == [m.span() for m in rule.pattern.finditer(text)]
+
+
+@pytest.mark.parametrize(
+    "word", ["\u017fecret", "\u212aey", "pa\u017f\u017fword", "credent\u0131al", "to\u212aen"]
+)
+def test_a_word_spelled_with_a_folding_letter_is_matched_like_finditer(word: str) -> None:
+    text = f"café {word}=Zx9Qm4Lp7Rt2Vw8Ks3Nd6Hj1 日本"
+    rule = next(r for r in RULES if r.kind == "high-entropy-secret")
+    fast = [m.span() for m in _matches(rule.pattern, rule.kind, text)]
+    assert fast == [m.span() for m in rule.pattern.finditer(text)] != []
