@@ -71,12 +71,16 @@ class AgentRegistry:
         self._sessions: dict[str, _Session] = {}
         self._dirty: set[tuple[str, str]] = set()
         self._new_aliases: list[tuple[str, str, str]] = []
+        # Whether an id was relinked since the last flush: only then may `current` move an
+        # entry of the batch, and the caller skips it for the others.
+        self.relinked = False
 
     def reset(self) -> None:
         """Forget cached state (call after a rolled-back transaction)."""
         self._sessions.clear()
         self._dirty.clear()
         self._new_aliases.clear()
+        self.relinked = False
 
     def shed(self, max_sessions: int = MAX_CACHED_SESSIONS) -> None:
         """Drop the cached sessions once more than `max_sessions` are held; call it between
@@ -148,6 +152,7 @@ class AgentRegistry:
         )
         self._dirty.clear()
         self._new_aliases.clear()
+        self.relinked = False
 
     # --- internals ------------------------------------------------------------------------
 
@@ -228,6 +233,7 @@ class AgentRegistry:
             s.pending.remove(agent_id)
         self._new_aliases.append((session_id, cc, agent_id))
         if previous is not None:
+            self.relinked = True
             # A parallel agent of the same type was linked by arrival order and the tool
             # result now names the right one: move what was attributed to the wrong agent.
             moved = self._conn.execute(
