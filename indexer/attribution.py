@@ -90,16 +90,14 @@ class AgentRegistry:
 
     def attribute(self, e: Entry) -> Entry:
         """Return `e` with its canonical `agent_id` (and agent type) filled in."""
+        is_call = e.event in AGENT_EVENTS
+        if not is_call and not e.cc_agent_id:
+            return e  # the orchestrator's own event (most of them): no session state needed
         s = self._session(e.session_id)
         # A call whose tool_use_id is known already and that would start the agent again is a
         # duplicate delivery (dropped at insert); it must not undo a completed agent's status.
         replayed = bool(e.tool_use_id) and e.tool_use_id in s.by_tool
-        if e.event in AGENT_EVENTS:
-            agent_id = self._agent_call(s, e)
-        elif e.cc_agent_id:
-            agent_id = self._resolve_cc(s, e)
-        else:
-            return e
+        agent_id = self._agent_call(s, e) if is_call else self._resolve_cc(s, e)
         row = s.agents[agent_id]
         row.last_ns = max(row.last_ns, e.ts_ns)
         status = _STATUS_BY_EVENT.get(e.event)
