@@ -7,7 +7,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +80,9 @@ ENTRY_COLUMNS = (
 _files_decoder = msgspec.json.Decoder(tuple[str, ...])
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEntry:
+# A Struct rather than a frozen dataclass: one is made per stored entry, and a frozen
+# dataclass's __init__ cost ~0.8 µs each (a Struct's ~0.1 µs).
+class StoredEntry(msgspec.Struct, frozen=True, gc=False):
     """An entry read back from the index, with its id (the `seq` of views)."""
 
     id: int
