@@ -40,8 +40,9 @@ def catch_up(
     """Bring every view up to date with the index; return lines written.
 
     `known` may hold the entries just inserted (ascending ids): when they are exactly the ones
-    the views lack, they are appended without reading them back. Not after a re-attribution
-    (dirty views), where their in-memory agent may be stale.
+    the views lack, they are appended without reading them back. After a re-attribution too:
+    the batch's own entries were moved before they were stored (`AgentRegistry.current`), and
+    a rebuilt view already holds its share of them, which its last `seq` skips.
     """
     if view_rebuild.pending(conn):
         # A rebuild was requested and not finished (killed?): finish it before anything else.
@@ -53,7 +54,7 @@ def catch_up(
         writer.rebuild(conn, session_id, view)
         conn.execute("DELETE FROM dirty_views WHERE session_id=? AND view=?", (session_id, view))
     upto = int(store.get_meta(conn, "views_upto", "0") or 0)
-    if known and not dirty and known[0].id == upto + 1 and known[-1].id == store.max_entry_id(conn):
+    if known and known[0].id == upto + 1 and known[-1].id == store.max_entry_id(conn):
         written += writer.append(known)
         upto = known[-1].id
     more, upto = append_after(conn, writer, upto)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_views import (
@@ -24,7 +26,7 @@ from test_views import (
     task_start,
 )
 
-from indexer import view_writer
+from indexer import store, view_writer
 from indexer.config import Config
 from indexer.paths import StatePaths
 from indexer.writer import open_writer
@@ -82,6 +84,29 @@ def test_a_relink_of_stored_entries_rebuilds_both_views(
     spool(paths, *PARALLEL_DONE)
     ingest(paths)
     assert sorted(rebuilt) == ["alpha", "beta"]  # each once, though both relinks move both
+    assert on_disk(paths) == render(paths)
+
+
+def test_a_relink_of_stored_entries_reads_none_of_the_batch_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batch that moves stored entries appends its own entries from memory, like any other
+    # batch: the rebuilt views already hold their share of it, which their last seq skips.
+    paths = make_state(tmp_path)
+    spool(paths, *PARALLEL_START)
+    ingest(paths)
+    read_back: list[int] = []
+    real = store.entries_after
+
+    def entries_after(conn: sqlite3.Connection, after_id: int, limit: int = 10000) -> Any:
+        rows = real(conn, after_id, limit)
+        read_back.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(store, "entries_after", entries_after)
+    spool(paths, *PARALLEL_DONE, in_agent("cc-a", "coder", "toolu_ea2", "/app/api2.py"))
+    ingest(paths)
+    assert sum(read_back) == 0
     assert on_disk(paths) == render(paths)
 
 
