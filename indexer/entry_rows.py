@@ -42,5 +42,5 @@ def entry_row(e: Entry) -> tuple[Any, ...]:
         _files_encoder.encode(e.files).decode() if e.files else "",
         e.text,
         e.cwd,
-        bytes(e.detail),
+        e.detail,  # a Raw binds as a BLOB by the buffer protocol, without a copy to bytes
     )
