@@ -124,12 +124,10 @@ class AgentRegistry:
 
     def flush(self) -> None:
         """Write changed agents and new aliases (inside the caller's transaction)."""
+        rows = []
         for session_id, agent_id in self._dirty:
             r = self._sessions[session_id].agents[agent_id]
-            self._conn.execute(
-                "INSERT OR REPLACE INTO agents(session_id, agent_id, agent_type, cc_agent_id,"
-                " tool_use_id, explicit, started_ns, last_ns, completed_ns, status, description)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            rows.append(
                 (
                     session_id,
                     r.agent_id,
@@ -142,8 +140,14 @@ class AgentRegistry:
                     r.completed_ns,
                     r.status,
                     r.description,
-                ),
+                )
             )
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO agents(session_id, agent_id, agent_type, cc_agent_id,"
+            " tool_use_id, explicit, started_ns, last_ns, completed_ns, status, description)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
         self._conn.executemany(
             "INSERT OR REPLACE INTO agent_aliases(session_id, alias, agent_id) VALUES (?,?,?)",
             self._new_aliases,
