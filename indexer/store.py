@@ -333,6 +333,16 @@ def entries_after(conn: sqlite3.Connection, after_id: int, limit: int = 10000) -
     return [row_to_entry(r) for r in rows]
 
 
+def entries_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> list[StoredEntry]:
+    """The entries with these ids (ascending), oldest first."""
+    found: list[StoredEntry] = []
+    for at in range(0, len(ids), 500):  # well under SQLite's limit of bound values
+        chunk = ids[at : at + 500]
+        sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({','.join('?' * len(chunk))})"
+        found += [row_to_entry(r) for r in conn.execute(sql + " ORDER BY id", chunk)]
+    return found
+
+
 def agent_entries(
     conn: sqlite3.Connection, session_id: str, agent_id: str, after_id: int = 0
 ) -> Iterator[StoredEntry]:

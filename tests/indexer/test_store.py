@@ -23,6 +23,7 @@ from indexer.store import (
     connect,
     count,
     entries_after,
+    entries_by_id,
     get_meta,
     insert_entries,
     insert_quarantine,
@@ -172,6 +173,12 @@ def test_returned_ids_are_the_stored_ids(db: sqlite3.Connection, replayed: bool)
     stored = insert_entries(db, [*batch, _entry(4), _entry(5)])
     rows = db.execute("SELECT id, ts_ns FROM entries WHERE ts_ns>3 ORDER BY id").fetchall()
     assert [(s.id, s.entry.ts_ns) for s in stored] == [tuple(r) for r in rows] == [(3, 4), (4, 5)]
+
+
+def test_entries_by_id_reads_more_ids_than_one_statement_binds(db: sqlite3.Connection) -> None:
+    insert_entries(db, [_entry(ts) for ts in range(1, 1201)])
+    wanted = list(range(2, 1201, 2))
+    assert [se.id for se in entries_by_id(db, wanted)] == wanted
 
 
 def test_the_same_hook_invocation_is_stored_once(db: sqlite3.Connection) -> None:
