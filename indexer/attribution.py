@@ -71,12 +71,16 @@ class AgentRegistry:
         self._sessions: dict[str, _Session] = {}
         self._dirty: set[tuple[str, str]] = set()
         self._new_aliases: list[tuple[str, str, str]] = []
+        # Whether an id was relinked since the last flush: only then may `current` move an
+        # entry of the batch, and the caller skips it for the others.
+        self.relinked = False
 
     def reset(self) -> None:
         """Forget cached state (call after a rolled-back transaction)."""
         self._sessions.clear()
         self._dirty.clear()
         self._new_aliases.clear()
+        self.relinked = False
 
     def shed(self, max_sessions: int = MAX_CACHED_SESSIONS) -> None:
         """Drop the cached sessions once more than `max_sessions` are held; call it between
@@ -86,16 +90,14 @@ class AgentRegistry:
 
     def attribute(self, e: Entry) -> Entry:
         """Return `e` with its canonical `agent_id` (and agent type) filled in."""
+        is_call = e.event in AGENT_EVENTS
+        if not is_call and not e.cc_agent_id:
+            return e  # the orchestrator's own event (most of them): no session state needed
         s = self._session(e.session_id)
         # A call whose tool_use_id is known already and that would start the agent again is a
         # duplicate delivery (dropped at insert); it must not undo a completed agent's status.
         replayed = bool(e.tool_use_id) and e.tool_use_id in s.by_tool
-        if e.event in AGENT_EVENTS:
-            agent_id = self._agent_call(s, e)
-        elif e.cc_agent_id:
-            agent_id = self._resolve_cc(s, e)
-        else:
-            return e
+        agent_id = self._agent_call(s, e) if is_call else self._resolve_cc(s, e)
         row = s.agents[agent_id]
         row.last_ns = max(row.last_ns, e.ts_ns)
         status = _STATUS_BY_EVENT.get(e.event)
@@ -122,12 +124,10 @@ class AgentRegistry:
 
     def flush(self) -> None:
         """Write changed agents and new aliases (inside the caller's transaction)."""
+        rows = []
         for session_id, agent_id in self._dirty:
             r = self._sessions[session_id].agents[agent_id]
-            self._conn.execute(
-                "INSERT OR REPLACE INTO agents(session_id, agent_id, agent_type, cc_agent_id,"
-                " tool_use_id, explicit, started_ns, last_ns, completed_ns, status, description)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            rows.append(
                 (
                     session_id,
                     r.agent_id,
@@ -140,14 +140,21 @@ class AgentRegistry:
                     r.completed_ns,
                     r.status,
                     r.description,
-                ),
+                )
             )
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO agents(session_id, agent_id, agent_type, cc_agent_id,"
+            " tool_use_id, explicit, started_ns, last_ns, completed_ns, status, description)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
         self._conn.executemany(
             "INSERT OR REPLACE INTO agent_aliases(session_id, alias, agent_id) VALUES (?,?,?)",
             self._new_aliases,
         )
         self._dirty.clear()
         self._new_aliases.clear()
+        self.relinked = False
 
     # --- internals ------------------------------------------------------------------------
 
@@ -228,6 +235,7 @@ class AgentRegistry:
             s.pending.remove(agent_id)
         self._new_aliases.append((session_id, cc, agent_id))
         if previous is not None:
+            self.relinked = True
             # A parallel agent of the same type was linked by arrival order and the tool
             # result now names the right one: move what was attributed to the wrong agent.
             moved = self._conn.execute(

@@ -19,7 +19,7 @@ from indexer.paths import StatePaths
 from indexer.prepare import QUARANTINE_SCAN_BYTES, Prepared, oversize_error
 from indexer.prepare_ahead import PrepareAhead
 from indexer.redact import redact_text
-from indexer.session_catalog import SessionDelta, add_to_session, update_session
+from indexer.session_catalog import SessionDelta, add_to_session, update_sessions
 from indexer.spool import RawLine, is_segment_name, split_lines
 from indexer.store import StoredEntry
 from indexer.tailer import (
@@ -282,7 +282,8 @@ class Ingestor:
     def _store(self, batch: Batch) -> None:
         """Insert the batch's entries and quarantined lines; update the session catalog."""
         # An agent relinked later in this batch must own the batch's earlier entries too.
-        batch.pending = [(self.registry.current(e), p) for e, p in batch.pending]
+        if self.registry.relinked:
+            batch.pending = [(self.registry.current(e), p) for e, p in batch.pending]
         # A prompt or compaction that an imported transcript already gave (or the reverse).
         known = len(batch.pending)
         batch.pending = drop_known_events(self.conn, batch.pending)
@@ -299,12 +300,15 @@ class Ingestor:
             return
         if self.keep_inserted:
             stats.inserted.extend(inserted)
-        payloads = {(e.ts_ns, e.pid): p for e, p in batch.pending}
         deltas: dict[str, SessionDelta] = {}
-        for se in inserted:
-            add_to_session(deltas, se.entry, payloads[(se.entry.ts_ns, se.entry.pid)])
-        for session_id, d in deltas.items():
-            update_session(self.conn, session_id, d)
+        if len(inserted) == len(batch.pending):  # every entry stored, in the batch's order
+            for se, (_, payload) in zip(inserted, batch.pending, strict=True):
+                add_to_session(deltas, se.entry, payload)
+        else:
+            payloads = {(e.ts_ns, e.pid): p for e, p in batch.pending}
+            for se in inserted:
+                add_to_session(deltas, se.entry, payloads[(se.entry.ts_ns, se.entry.pid)])
+        update_sessions(self.conn, deltas)
 
     def _insert(self, batch: Batch) -> tuple[list[StoredEntry], int]:
         """Insert the batch's entries; return those stored and how many could not be.

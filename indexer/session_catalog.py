@@ -9,7 +9,7 @@ from indexer.models import Entry, HookPayload
 from indexer.redact import redact_text
 
 
-@dataclass
+@dataclass(slots=True)
 class SessionDelta:
     """What one batch changes in one session's catalog row."""
 
@@ -36,27 +36,34 @@ _STATUS_BY_EVENT = {
 
 def add_to_session(deltas: dict[str, SessionDelta], e: Entry, p: HookPayload) -> None:
     """Count one stored entry in its session's delta."""
+    ts_ns, event = e.ts_ns, e.event
     d = deltas.get(e.session_id)
     if d is None:
-        d = deltas[e.session_id] = SessionDelta(e.ts_ns, e.ts_ns)
-    d.first_ns = min(d.first_ns, e.ts_ns)
-    d.last_ns = max(d.last_ns, e.ts_ns)
+        d = deltas[e.session_id] = SessionDelta(ts_ns, ts_ns)
+    elif ts_ns < d.first_ns:
+        d.first_ns = ts_ns
+    elif ts_ns > d.last_ns:
+        d.last_ns = ts_ns
     d.events += 1
-    d.cwd = e.cwd or d.cwd
-    d.title = redact_text(p.session_title) if p.session_title else d.title
-    if e.event == "prompt" and not d.first_prompt:
+    if e.cwd:
+        d.cwd = e.cwd
+    if p.session_title:
+        d.title = redact_text(p.session_title)
+    status = _STATUS_BY_EVENT.get(event)
+    if status is None:  # most events: a tool call or its result
+        if event in ("tool_failure", "agent_failed"):
+            d.failures += 1
+        return
+    if event == "prompt" and not d.first_prompt:
         d.first_prompt = e.text[:500]
-    d.failures += e.event in ("tool_failure", "agent_failed")
-    d.compactions += e.event == "post_compact"
-    status = _STATUS_BY_EVENT.get(e.event, "")
-    if status:
-        d.status = status
-        d.end_reason = p.reason if status == "ended" else ""
+    d.compactions += event == "post_compact"
+    d.status = status
+    d.end_reason = p.reason if status == "ended" else ""
 
 
-def update_session(conn: sqlite3.Connection, session_id: str, d: SessionDelta) -> None:
-    """Fold one batch's delta into the session's catalog row."""
-    conn.execute(
+def update_sessions(conn: sqlite3.Connection, deltas: dict[str, SessionDelta]) -> None:
+    """Fold one batch's deltas into their sessions' catalog rows (one statement for all)."""
+    conn.executemany(
         "INSERT INTO sessions(session_id, first_ns, last_ns, cwd, title, first_prompt, events,"
         " failures, status, end_reason, compactions) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
         " ON CONFLICT(session_id) DO UPDATE SET first_ns=min(first_ns, excluded.first_ns),"
@@ -70,17 +77,20 @@ def update_session(conn: sqlite3.Connection, session_id: str, d: SessionDelta) -
         " end_reason=CASE WHEN excluded.status='ended' THEN excluded.end_reason"
         " WHEN excluded.status='active' THEN '' ELSE end_reason END,"
         " compactions=compactions+excluded.compactions",
-        (
-            session_id,
-            d.first_ns,
-            d.last_ns,
-            d.cwd,
-            d.title,
-            d.first_prompt,
-            d.events,
-            d.failures,
-            d.status,
-            d.end_reason,
-            d.compactions,
-        ),
+        [
+            (
+                session_id,
+                d.first_ns,
+                d.last_ns,
+                d.cwd,
+                d.title,
+                d.first_prompt,
+                d.events,
+                d.failures,
+                d.status,
+                d.end_reason,
+                d.compactions,
+            )
+            for session_id, d in deltas.items()
+        ],
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import msgspec
 
@@ -14,8 +13,9 @@ _ENVELOPE_DECODER = msgspec.json.Decoder(Envelope)
 SEGMENT_RE = re.compile(r"\d{8}T\d{2}\.jsonl")
 
 
-@dataclass(frozen=True, slots=True)
-class RawLine:
+# A Struct rather than a frozen dataclass: one is made per spool line, and a frozen
+# dataclass's __init__ cost ~0.8 µs each (a Struct's ~0.1 µs).
+class RawLine(msgspec.Struct, frozen=True, gc=False):
     """One complete spool line (without its b"\\n") and where it starts in the file."""
 
     offset: int

@@ -40,8 +40,9 @@ def catch_up(
     """Bring every view up to date with the index; return lines written.
 
     `known` may hold the entries just inserted (ascending ids): when they are exactly the ones
-    the views lack, they are appended without reading them back. Not after a re-attribution
-    (dirty views), where their in-memory agent may be stale.
+    the views lack, they are appended without reading them back. After a re-attribution, only
+    the known entries of the re-attributed agents are read again (a relink may have moved them
+    after they were stored); a rebuilt view already holds its share, which its last `seq` skips.
     """
     if view_rebuild.pending(conn):
         # A rebuild was requested and not finished (killed?): finish it before anything else.
@@ -53,12 +54,23 @@ def catch_up(
         writer.rebuild(conn, session_id, view)
         conn.execute("DELETE FROM dirty_views WHERE session_id=? AND view=?", (session_id, view))
     upto = int(store.get_meta(conn, "views_upto", "0") or 0)
-    if known and not dirty and known[0].id == upto + 1 and known[-1].id == store.max_entry_id(conn):
-        written += writer.append(known)
+    if known and known[0].id == upto + 1 and known[-1].id == store.max_entry_id(conn):
+        written += writer.append(_as_stored(conn, known, set(dirty)) if dirty else known)
         upto = known[-1].id
     more, upto = append_after(conn, writer, upto)
     store.set_meta(conn, "views_upto", str(upto))
     return written + more
+
+
+def _as_stored(
+    conn: sqlite3.Connection, known: Sequence[StoredEntry], moved: set[tuple[str, str]]
+) -> Sequence[StoredEntry]:
+    """`known` with its entries of the (session, agent) pairs in `moved` read from the index."""
+    ids = [se.id for se in known if (se.entry.session_id, se.entry.agent_id) in moved]
+    if not ids:
+        return known
+    stored = {se.id: se for se in store.entries_by_id(conn, ids)}
+    return [stored.get(se.id, se) for se in known]
 
 
 def rebuild_all(conn: sqlite3.Connection, paths: StatePaths) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from indexer.entry_keys import tool_key
 from indexer.errors import IndexCorruptError, StateDirError
 from indexer.models import Entry
 from indexer.store import (
@@ -22,6 +23,7 @@ from indexer.store import (
     connect,
     count,
     entries_after,
+    entries_by_id,
     get_meta,
     insert_entries,
     insert_quarantine,
@@ -30,7 +32,6 @@ from indexer.store import (
     retire_file,
     save_file,
     set_meta,
-    tool_key,
     transaction,
 )
 
@@ -160,6 +161,24 @@ def test_insert_returns_stored_entries_with_increasing_ids(db: sqlite3.Connectio
     assert [s.id for s in stored] == [1, 2, 3]
     assert max_entry_id(db) == 3
     assert insert_entries(db, []) == []
+
+
+@pytest.mark.parametrize("replayed", [False, True], ids=["all new", "one duplicate"])
+def test_returned_ids_are_the_stored_ids(db: sqlite3.Connection, replayed: bool) -> None:
+    # Ids are taken from the previous maximum (no read-back when every row is new): they must
+    # be the rows' ids, also after the newest entry was deleted (its id is given again).
+    insert_entries(db, [_entry(1), _entry(2), _entry(3)])
+    db.execute("DELETE FROM entries WHERE id=3")
+    batch = [_entry(2)] if replayed else []
+    stored = insert_entries(db, [*batch, _entry(4), _entry(5)])
+    rows = db.execute("SELECT id, ts_ns FROM entries WHERE ts_ns>3 ORDER BY id").fetchall()
+    assert [(s.id, s.entry.ts_ns) for s in stored] == [tuple(r) for r in rows] == [(3, 4), (4, 5)]
+
+
+def test_entries_by_id_reads_more_ids_than_one_statement_binds(db: sqlite3.Connection) -> None:
+    insert_entries(db, [_entry(ts) for ts in range(1, 1201)])
+    wanted = list(range(2, 1201, 2))
+    assert [se.id for se in entries_by_id(db, wanted)] == wanted
 
 
 def test_the_same_hook_invocation_is_stored_once(db: sqlite3.Connection) -> None:

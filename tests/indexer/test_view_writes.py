@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_views import (
@@ -22,10 +23,11 @@ from test_views import (
     spool,
     task_done,
     task_start,
+    tool,
 )
 
-from indexer import view_writer
-from indexer.config import Config
+from indexer import store, view_writer
+from indexer.config import Config, IngestConfig
 from indexer.paths import StatePaths
 from indexer.writer import open_writer
 
@@ -82,6 +84,52 @@ def test_a_relink_of_stored_entries_rebuilds_both_views(
     spool(paths, *PARALLEL_DONE)
     ingest(paths)
     assert sorted(rebuilt) == ["alpha", "beta"]  # each once, though both relinks move both
+    assert on_disk(paths) == render(paths)
+
+
+def test_a_relink_of_stored_entries_reads_back_only_the_moved_agents_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batch that moves stored entries appends the rest of its entries from memory, like
+    # any other batch; the rebuilt views already hold their share of it (their last seq skips).
+    paths = make_state(tmp_path)
+    spool(paths, *PARALLEL_START)
+    ingest(paths)
+    read_back: list[int] = []
+    for name in ("entries_after", "entries_by_id"):
+        real = getattr(store, name)
+
+        def read(*args: Any, real: Any = real) -> Any:
+            rows = real(*args)
+            read_back.append(len(rows))
+            return rows
+
+        monkeypatch.setattr(store, name, read)
+    orchestrator = [
+        tool("PreToolUse", "Read", f"toolu_m{i}", {"file_path": "/a"}) for i in range(5)
+    ]
+    spool(paths, *PARALLEL_DONE, *orchestrator)
+    ingest(paths)
+    assert sum(read_back) == len(PARALLEL_DONE)  # of 7 entries, the two agents' results
+    assert on_disk(paths) == render(paths)
+
+
+def test_views_written_once_for_several_batches_follow_a_relink_between_them(
+    tmp_path: Path,
+) -> None:
+    # Views written after several batches (nothing written per batch): a relink in a later
+    # batch moved entries of an earlier one after they were stored, so those entries' agents
+    # in memory are stale and must be read again from the index.
+    paths = make_state(tmp_path)
+    # Only alpha's result: beta keeps no entry after the ones moved out of it.
+    spool(paths, *PARALLEL_START, PARALLEL_DONE[0])
+    writer = open_writer(paths, Config(ingest=IngestConfig(batch_lines=len(PARALLEL_START))))
+    try:
+        writer.start()
+        writer.ingestor.on_batch = None
+        writer.pass_once()
+    finally:
+        writer.close()
     assert on_disk(paths) == render(paths)
 
 
