@@ -136,7 +136,24 @@ def probe(data: bytes) -> tuple[set[int], list[int]]:
     worth running; HIDDEN if an escape may hide a key), and where base64-looking runs start."""
     if not _engine:  # compiled on first use (~60 ms): commands that redact nothing skip it
         use_engine(_WANTED)
-    return _engine[0][1](data)
+    hits, starts = _engine[0][1](data)
+    if not data.isascii() and _FOLDS_TO_ASCII_UTF8.search(data):
+        # The probes are caseless for ASCII only, but the rules' `(?i)` also takes these
+        # letters for ASCII ones (`ſecret=`): probe a copy spelled in ASCII for the rules too
+        # (its byte offsets differ, so the runs' starts stay those of `data`).
+        hits |= _engine[0][1](_FOLDS_TO_ASCII_UTF8.sub(_ascii_fold, data))[0]
+    return hits, starts
+
+
+# The only non-ASCII characters that `(?i)` matches to an ASCII letter (İ ı ſ and the Kelvin
+# sign; found by trying every code point), in UTF-8, with the ASCII letter each stands for.
+_ASCII_FOLDS = {"\u0130": b"I", "\u0131": b"i", "\u017f": b"s", "\u212a": b"K"}
+_FOLDS_TO_ASCII_UTF8 = re.compile(b"|".join(c.encode() for c in _ASCII_FOLDS))
+_FOLDED = {c.encode(): ascii_letter for c, ascii_letter in _ASCII_FOLDS.items()}
+
+
+def _ascii_fold(m: re.Match[bytes]) -> bytes:
+    return _FOLDED[m.group()]
 
 
 def probe_rules(data: bytes) -> set[int]:
@@ -161,10 +178,9 @@ _START_WORDS = {
 }
 
 
-# The only non-ASCII characters that `(?i)` matches to an ASCII letter (İ ı ſ and the Kelvin
-# sign; found by trying every code point). Text without them can match a rule's words only
-# where its lowercase spells them.
-_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
+# Text without one of the letters of _ASCII_FOLDS can match a rule's words only where its
+# lowercase spells them.
+_FOLDS_TO_ASCII = re.compile(f"[{''.join(_ASCII_FOLDS)}]")
 
 
 def _matches(pattern: re.Pattern[str], kind: str, text: str) -> Iterator[re.Match[str]]:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from indexer import redact, secret_scan
 from indexer.decoded import base64_blobs, base64_run_spans
 from indexer.models import Entry, HookPayload
 from indexer.normalize import PayloadError, normalize
@@ -188,3 +189,22 @@ def test_a_word_spelled_with_a_folding_letter_is_matched_like_finditer(word: str
     rule = next(r for r in RULES if r.kind == "high-entropy-secret")
     fast = [m.span() for m in _matches(rule.pattern, rule.kind, text)]
     assert fast == [m.span() for m in rule.pattern.finditer(text)] != []
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+@pytest.mark.parametrize(
+    "word", ["\u017fecret", "\u212aey", "pa\u017f\u017fword", "credent\u0131al", "to\u212aen"]
+)
+def test_a_key_after_a_word_spelled_with_a_folding_letter_is_redacted(
+    word: str, engine: str
+) -> None:
+    # The probe pass is caseless for ASCII only: it must not keep the rules from seeing the
+    # words their `(?i)` matches.
+    key = "Zx9Qm4Lp7Rt2Vw8Ks3Nd6Hj1"
+    used = secret_scan.engine()
+    try:
+        secret_scan.use_engine(engine)
+        redacted = redact.redact_text(f"café {word}={key} 日本")
+    finally:
+        secret_scan.use_engine(used)
+    assert key not in redacted and redacted.startswith(f"café {word}=[REDACTED:")
