@@ -26,7 +26,13 @@ def claude_dir(environ: Mapping[str, str]) -> Path:
 def project_folder_name(project: str) -> str:
     """The folder name Claude Code gives a project: every non-alphanumeric character of its
     absolute path becomes "-" (`/home/u/my.app` -> `-home-u-my-app`, `C:\\w` -> `C--w`)."""
-    return _NOT_ALNUM.sub("-", project)
+    # Claude Code's rule runs on JavaScript's UTF-16 string: a character beyond U+FFFF (an
+    # emoji) is two code units there, so two dashes.
+    return _NOT_ALNUM.sub(_dashes, project)
+
+
+def _dashes(m: re.Match[str]) -> str:
+    return "--" if ord(m.group()) > 0xFFFF else "-"
 
 
 def project_dir(environ: Mapping[str, str], cwd: str) -> Path:

@@ -353,6 +353,10 @@ def test_a_replaced_transcript_is_read_again_from_the_start(tmp_path: Path) -> N
         ("/home/u/my.app", "-home-u-my-app"),
         ("/Users/me/dev_x/a b", "-Users-me-dev-x-a-b"),
         ("C:\\Users\\me\\game", "C--Users-me-game"),
+        # One dash per UTF-16 code unit, as JavaScript counts: an emoji is two (checked against
+        # the real client in tests/e2e/test_real_client_import.py).
+        ("/h/\U0001f680 app", "-h----app"),
+        ("/h/日本-é", "-h-----"),
     ],
 )
 def test_project_folder_names_follow_claude_code(project: str, folder: str) -> None:

@@ -1,0 +1,52 @@
+"""The real Claude Code CLI names a project's transcript folder by its own rule, and `ctxd import`
+finds it: here for a project whose path holds a character outside the Basic Multilingual Plane
+(an emoji), which Claude Code's rule turns into two dashes (one per UTF-16 code unit)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from claude_standin import Plan, Standin, serve, text
+from helpers import REPO, clean_env, run_cli
+from test_real_client import _claude, _run
+
+from indexer.transcript_paths import project_folder_name
+
+
+def test_import_finds_the_transcripts_of_a_project_named_with_an_emoji(tmp_path: Path) -> None:
+    claude = _claude()
+    project, home = tmp_path / "\U0001f680 launch-é", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    (project / ".git").mkdir()
+    env = {
+        k: v for k, v in clean_env().items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "CTXD"))
+    }
+    env.update(HOME=str(home), PYTHONPATH=str(REPO))
+    state = project / ".ctxd"
+    state.mkdir(mode=0o700)  # no hooks installed: the session reaches ctxd only by import
+    standin = Standin({"only": Plan([[text("Noted: the petrel manifest ships on Tuesday.")]])})
+    server, port = serve(standin)
+    client_env = dict(
+        env,
+        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
+        ANTHROPIC_API_KEY="test-key",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+        IS_SANDBOX="1",
+    )
+    try:
+        session = _run(
+            claude, project, client_env, "When does the petrel manifest ship? [[plan:only]]"
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    folders = [p.name for p in (home / ".claude" / "projects").iterdir()]
+    assert folders == [project_folder_name(os.path.realpath(project))]
+    imported = run_cli("import", cwd=project, env=env)
+    assert imported.returncode == 0, imported.stderr
+    found = run_cli("search", "petrel manifest", cwd=project, env=env)
+    assert found.returncode == 0 and session[:8] in found.stdout, found.stdout
