@@ -13,6 +13,7 @@ from indexer.statedir import git_root
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 # Claude Code cuts longer folder names and appends a hash of the whole path.
 _MAX_NAME = 200
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def claude_dir(environ: Mapping[str, str]) -> Path:
@@ -28,28 +29,51 @@ def project_folder_name(project: str) -> str:
     absolute path becomes "-" (`/home/u/my.app` -> `-home-u-my-app`, `C:\\w` -> `C--w`)."""
     # Claude Code's rule runs on JavaScript's UTF-16 string: a character beyond U+FFFF (an
     # emoji) is two code units there, so two dashes.
-    return _NOT_ALNUM.sub(_dashes, project)
+    name = _NOT_ALNUM.sub(_dashes, project)
+    if len(name) <= _MAX_NAME:
+        return name
+    return f"{name[:_MAX_NAME]}-{_base36(abs(_string_hash(project)))}"
 
 
 def _dashes(m: re.Match[str]) -> str:
     return "--" if ord(m.group()) > 0xFFFF else "-"
 
 
+def _string_hash(text: str) -> int:
+    """Java's String.hashCode, as Claude Code computes it: h = 31*h + unit over the UTF-16
+    code units, in signed 32-bit arithmetic."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] | units[i + 1] << 8)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _base36(n: int) -> str:
+    digits = ""
+    while True:
+        n, digit = divmod(n, 36)
+        digits = _BASE36[digit] + digits
+        if n == 0:
+            return digits
+
+
 def project_dir(environ: Mapping[str, str], cwd: str) -> Path:
     """The current project's transcript folder under `<claude dir>/projects/`.
 
     The project is $CLAUDE_PROJECT_DIR, else the git root of `cwd`, else `cwd` (where
-    Claude Code was started). A name too long for Claude Code's rule is matched by prefix.
+    Claude Code was started). A long name ends with a hash of the path; if no folder has that
+    name, the only folder with the same first 200 characters is taken (another client's hash).
     """
     project = environ.get("CLAUDE_PROJECT_DIR") or git_root(cwd) or cwd
     projects = claude_dir(environ) / "projects"
     name = project_folder_name(os.path.abspath(project))
-    if len(name) > _MAX_NAME:
+    if len(name) > _MAX_NAME and not (projects / name).is_dir():
         try:
-            matches = sorted(p for p in projects.iterdir() if p.name.startswith(name[:_MAX_NAME]))
+            matches = [p for p in projects.iterdir() if p.name.startswith(name[: _MAX_NAME + 1])]
         except OSError:
             matches = []
-        if matches:
+        if len(matches) == 1:  # two would be two projects: neither is surely this one
             return matches[0]
     return projects / name
 

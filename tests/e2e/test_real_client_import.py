@@ -1,12 +1,14 @@
 """The real Claude Code CLI names a project's transcript folder by its own rule, and `ctxd import`
 finds it: here for a project whose path holds a character outside the Basic Multilingual Plane
-(an emoji), which Claude Code's rule turns into two dashes (one per UTF-16 code unit)."""
+(an emoji), which Claude Code's rule turns into two dashes (one per UTF-16 code unit), and for a
+path long enough that the name is cut and ends with a hash of the path."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import pytest
 from claude_standin import Plan, Standin, serve, text
 from helpers import REPO, clean_env, run_cli
 from test_real_client import _claude, _run
@@ -14,10 +16,20 @@ from test_real_client import _claude, _run
 from indexer.transcript_paths import project_folder_name
 
 
-def test_import_finds_the_transcripts_of_a_project_named_with_an_emoji(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "\U0001f680 launch-é",
+        # Over 200 characters once named: cut, then a hash of the whole path appended.
+        "monorepo-" + "n" * 150 + "/\U0001f680 launch-é",
+    ],
+)
+def test_import_finds_the_transcripts_of_a_project_named_with_an_emoji(
+    tmp_path: Path, name: str
+) -> None:
     claude = _claude()
-    project, home = tmp_path / "\U0001f680 launch-é", tmp_path / "home"
-    project.mkdir()
+    project, home = tmp_path / name, tmp_path / "home"
+    project.mkdir(parents=True)
     home.mkdir()
     (project / ".git").mkdir()
     env = {

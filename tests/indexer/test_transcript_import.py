@@ -14,7 +14,7 @@ from helpers import CORPUS, import_transcripts
 
 from indexer.paths import StatePaths
 from indexer.transcript_import import ImportStats
-from indexer.transcript_paths import project_folder_name
+from indexer.transcript_paths import project_dir, project_folder_name
 from indexer.writer import catch_up
 
 TRANSCRIPTS = CORPUS / "transcripts"
@@ -361,6 +361,35 @@ def test_a_replaced_transcript_is_read_again_from_the_start(tmp_path: Path) -> N
 )
 def test_project_folder_names_follow_claude_code(project: str, folder: str) -> None:
     assert project_folder_name(project) == folder
+
+
+def test_a_long_project_name_ends_with_claude_codes_hash_of_the_path() -> None:
+    # The hash is the one the real client wrote for this path (tests/e2e/test_real_client_import.py
+    # checks the rule against the client itself).
+    project = "/tmp/x/lp/w/" + "a" * 120 + "/" + "b\U0001f680" * 30 + "é" * 20 + "x"
+    name = project_folder_name(project)
+    assert len(name) == 207 and name.endswith("-b--b--b-nbl0sy")
+
+
+@pytest.mark.parametrize(
+    ("folders", "expected"),
+    [
+        (["exact", "other-hash"], "exact"),  # the computed name wins
+        (["other-hash"], "other-hash"),  # one folder with the same cut name: another hash rule
+        (["other-hash", "third-hash"], "exact"),  # two projects share the cut: take neither
+    ],
+)
+def test_a_long_project_folder_is_found_by_its_hash_else_by_its_only_namesake(
+    tmp_path: Path, folders: list[str], expected: str
+) -> None:
+    project = "/srv/" + "deep/" * 50 + "app"
+    exact = project_folder_name(project)
+    names = {"exact": exact, "other-hash": exact[:201] + "zzz", "third-hash": exact[:201] + "yyy"}
+    projects = tmp_path / ".claude" / "projects"
+    for folder in folders:
+        (projects / names[folder]).mkdir(parents=True)
+    env = {"HOME": str(tmp_path), "CLAUDE_PROJECT_DIR": project}
+    assert project_dir(env, "/") == projects / names[expected]
 
 
 @pytest.mark.parametrize("batch_bytes", [2 * 1024 * 1024, 4096])
