@@ -55,6 +55,29 @@ def _claude() -> Path:
     return CLAUDE
 
 
+def client_env(home: Path) -> dict[str, str]:
+    """The environment of the CLI and of ctxd's commands: HOME in the test, no API, Claude Code
+    or ctxd setting of the machine running the tests, this checkout importable."""
+    env = {
+        k: v for k, v in clean_env().items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "CTXD"))
+    }
+    env.update(HOME=str(home), PYTHONPATH=str(REPO))
+    return env
+
+
+def standin_env(base: dict[str, str], port: int, **extra: str) -> dict[str, str]:
+    """`base` with the CLI pointed at the stand-in API on `port` and no other traffic."""
+    return dict(
+        base,
+        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
+        ANTHROPIC_API_KEY="test-key",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+        IS_SANDBOX="1",
+        **extra,
+    )
+
+
 def _plans(project: Path) -> dict[str, Plan]:
     app = str(project / "app.py")
     work = [
@@ -174,23 +197,12 @@ def test_real_client_session(tmp_path: Path, with_daemon: bool) -> None:
     home.mkdir()
     (project / ".git").mkdir()
     (project / "app.py").write_text("print('hi')\n")
-    base_env = {
-        k: v for k, v in clean_env().items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "CTXD"))
-    }
-    base_env.update(HOME=str(home), PYTHONPATH=str(REPO))
+    base_env = client_env(home)
     init = run_cli("init", cwd=project, env=base_env)
     assert init.returncode == 0, init.stderr
     standin = Standin(_plans(project))
     server, port = serve(standin)
-    env = dict(
-        base_env,
-        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
-        ANTHROPIC_API_KEY="test-key",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_AUTOUPDATER="1",
-        IS_SANDBOX="1",
-        CLAUDE_CODE_ENABLE_TODO_TOOLS="true",
-    )
+    env = standin_env(base_env, port, CLAUDE_CODE_ENABLE_TODO_TOOLS="true")
     daemons = Daemons()
     marks: dict[str, int] = {}
     started = time.monotonic()

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from claude_standin import Plan, Standin, serve, text, tool
-from helpers import REPO, clean_env, poll, run_cli
+from helpers import poll, run_cli
 from resume_story import Daemons
-from test_real_client import _claude, _run
+from test_real_client import _claude, _run, client_env, standin_env
 
 OUTCOME = "app.py prints a greeting and nothing else."
 HANDOFF = "ctxd: what agent scout-1 did in its previous run"
@@ -93,22 +93,12 @@ def test_subagents_get_their_own_earlier_outcome(tmp_path: Path, with_daemon: bo
     home.mkdir()
     (project / ".git").mkdir()
     (project / "app.py").write_text("print('hi')\n")
-    base_env = {
-        k: v for k, v in clean_env().items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "CTXD"))
-    }
-    base_env.update(HOME=str(home), PYTHONPATH=str(REPO))
+    base_env = client_env(home)
     init = run_cli("init", cwd=project, env=base_env)
     assert init.returncode == 0, init.stderr
     standin = Standin(_plans(project))
     server, port = serve(standin)
-    env = dict(
-        base_env,
-        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
-        ANTHROPIC_API_KEY="test-key",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_AUTOUPDATER="1",
-        IS_SANDBOX="1",
-    )
+    env = standin_env(base_env, port)
     daemons = Daemons()
     try:
         if with_daemon:

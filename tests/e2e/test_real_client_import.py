@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from claude_standin import Plan, Standin, serve, text
-from helpers import REPO, clean_env, run_cli
-from test_real_client import _claude, _run
+from helpers import run_cli
+from test_real_client import _claude, _run, client_env, standin_env
 
 from indexer.transcript_paths import project_folder_name
 
@@ -32,26 +32,14 @@ def test_import_finds_the_transcripts_of_a_project_named_with_an_emoji(
     project.mkdir(parents=True)
     home.mkdir()
     (project / ".git").mkdir()
-    env = {
-        k: v for k, v in clean_env().items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "CTXD"))
-    }
-    env.update(HOME=str(home), PYTHONPATH=str(REPO))
+    env = client_env(home)
     state = project / ".ctxd"
     state.mkdir(mode=0o700)  # no hooks installed: the session reaches ctxd only by import
     standin = Standin({"only": Plan([[text("Noted: the petrel manifest ships on Tuesday.")]])})
     server, port = serve(standin)
-    client_env = dict(
-        env,
-        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
-        ANTHROPIC_API_KEY="test-key",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_AUTOUPDATER="1",
-        IS_SANDBOX="1",
-    )
     try:
-        session = _run(
-            claude, project, client_env, "When does the petrel manifest ship? [[plan:only]]"
-        )
+        prompt = "When does the petrel manifest ship? [[plan:only]]"
+        session = _run(claude, project, standin_env(env, port), prompt)
     finally:
         server.shutdown()
         server.server_close()

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from claude_standin import Plan, Standin, serve, text, tool
-from helpers import REPO, clean_env, run_cli
-from test_real_client import _claude, _run
+from helpers import run_cli
+from test_real_client import _claude, _run, client_env, standin_env
 
 
 def _tool_results(body: dict[str, Any], tool_id: str) -> list[str]:
@@ -35,10 +35,7 @@ def test_the_model_searches_an_earlier_session(tmp_path: Path) -> None:
     project.mkdir()
     home.mkdir()
     (project / ".git").mkdir()
-    base_env = {
-        k: v for k, v in clean_env().items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "CTXD"))
-    }
-    base_env.update(HOME=str(home), PYTHONPATH=str(REPO))
+    base_env = client_env(home)
     init = run_cli("init", cwd=project, env=base_env)
     assert init.returncode == 0, init.stderr
     assert "ctxd" in json.loads((project / ".mcp.json").read_text())["mcpServers"]
@@ -54,14 +51,7 @@ def test_the_model_searches_an_earlier_session(tmp_path: Path) -> None:
     }
     standin = Standin(plans)
     server, port = serve(standin)
-    env = dict(
-        base_env,
-        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
-        ANTHROPIC_API_KEY="test-key",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_AUTOUPDATER="1",
-        IS_SANDBOX="1",
-    )
+    env = standin_env(base_env, port)
     try:
         first = _run(claude, project, env, "Plan the kittiwake ledger migration [[plan:first]]")
         second = _run(claude, project, env, "What did we plan for the ledger? [[plan:recall]]")
