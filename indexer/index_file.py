@@ -50,7 +50,9 @@ def open_index(
             raise _swapped(index_db) from None
         raise
     try:
+        conn.text_factory = bytes  # the name as the file system has it, UTF-8 or not
         opened = conn.execute("PRAGMA database_list").fetchone()[2]
+        conn.text_factory = str
         if not _same_file(opened, expected):
             raise _swapped(index_db)
     except BaseException:
@@ -59,7 +61,7 @@ def open_index(
     return conn
 
 
-def _same_file(name: str, expected: os.stat_result) -> bool:
+def _same_file(name: str | bytes, expected: os.stat_result) -> bool:
     """True if `name` (the path SQLite resolved and opened) is the regular file `expected`."""
     try:
         st = os.lstat(name)

@@ -120,3 +120,15 @@ def test_a_missing_index_is_no_index_for_the_fast_reader(tmp_path: Path) -> None
     state.mkdir(mode=0o700)
     assert readonly.connect_readonly(state / "index.db") is None
     assert not (state / "index.db").exists()
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_a_state_dir_whose_path_is_not_utf8_opens(tmp_path: Path, how: str) -> None:
+    # A Linux file name is bytes; Python holds the undecodable ones as surrogate escapes.
+    state = tmp_path / os.fsdecode(b"proj-\xff-x") / ".ctxd"
+    state.mkdir(parents=True, mode=0o700)
+    store.connect(state / "index.db").close()
+    conn = _open(state, how)
+    assert isinstance(conn, sqlite3.Connection)
+    assert conn.execute("SELECT 'é'").fetchone() == ("é",)  # text is text again
+    conn.close()
