@@ -11,15 +11,24 @@ import os
 def state_dir(environ: "os._Environ[str] | dict[str, str]", cwd: str) -> str:
     """Resolve the state directory: $CTXD_HOME, else <project>/.ctxd (ARCHITECTURE §4).
 
-    project = $CLAUDE_PROJECT_DIR, else the git root above `cwd`, else `cwd`.
+    project = $CLAUDE_PROJECT_DIR, else the git root above `cwd`, else `cwd`; but in a git
+    repository, the nearest directory from there up to the repository's root that already has
+    a `.ctxd`.
     """
     home = environ.get("CTXD_HOME", "")
     if home:
         return home
     project = environ.get("CLAUDE_PROJECT_DIR", "")
-    if not project:
-        project = git_root(cwd) or cwd
-    return os.path.join(project, ".ctxd")
+    root = git_root(project or cwd)
+    # Claude Code started in a subdirectory of a repository runs the hooks of the root's
+    # settings with $CLAUDE_PROJECT_DIR set to that subdirectory: its events belong to the
+    # state directory `ctxd init` made higher up, not to a new one.
+    path = project or cwd
+    while root and path != root and not os.path.lexists(os.path.join(path, ".ctxd")):
+        path = os.path.dirname(path)
+    if root and os.path.lexists(os.path.join(path, ".ctxd")):
+        return os.path.join(path, ".ctxd")
+    return os.path.join(project or root or cwd, ".ctxd")
 
 
 def git_root(cwd: str) -> str:

@@ -62,7 +62,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--state-dir",
         metavar="DIR",
         help="state directory (default: $CTXD_HOME, else <project>/.ctxd where project is "
-        "$CLAUDE_PROJECT_DIR, else the git root of the current directory, else it)",
+        "$CLAUDE_PROJECT_DIR, else the git root of the current directory, else it; in a git "
+        "repository, the nearest folder from there up to its root that has a .ctxd)",
     )
 
 

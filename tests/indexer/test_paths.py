@@ -197,3 +197,37 @@ def test_resolve_outside_a_repository_uses_the_cwd(
     if any((parent / ".git").exists() for parent in plain.parents):
         pytest.skip("tmp_path lies inside a git checkout")
     assert resolve_state_paths(None, str(plain)).root == plain / ".ctxd"
+
+
+@pytest.mark.parametrize(
+    ("initialized", "start", "expected", "from_cwd"),
+    [
+        # Claude Code started in repo/src/deep runs repo's hooks with CLAUDE_PROJECT_DIR there.
+        (["repo"], "repo/src/deep", "repo", "repo"),
+        (["repo", "repo/src"], "repo/src/deep", "repo/src", "repo/src"),  # a subproject
+        (["repo"], "repo", "repo", "repo"),
+        # Nothing initialized: the rule as before (the project, else the git root).
+        ([], "repo/src/deep", "repo/src/deep", "repo"),
+        (["outside"], "outside/sub", "outside/sub", "outside/sub"),  # no repository: no walk
+    ],
+)
+def test_resolve_takes_the_nearest_initialized_directory_up_to_the_git_root(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    initialized: list[str],
+    start: str,
+    expected: str,
+    from_cwd: str,
+) -> None:
+    if any((parent / ".git").exists() for parent in tmp_path.parents):
+        pytest.skip("tmp_path lies inside a git checkout")
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / "src" / "deep").mkdir(parents=True)
+    (tmp_path / "outside" / "sub").mkdir(parents=True)
+    for folder in initialized:
+        (tmp_path / folder / ".ctxd").mkdir()
+    monkeypatch.delenv("CTXD_HOME", raising=False)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path / start))
+    assert resolve_state_paths(None, "/").root == tmp_path / expected / ".ctxd"
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR")  # run from that directory instead
+    assert resolve_state_paths(None, str(tmp_path / start)).root == tmp_path / from_cwd / ".ctxd"
