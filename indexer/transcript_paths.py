@@ -7,8 +7,10 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+import msgspec
+
 from indexer.errors import TranscriptPathError
-from indexer.statedir import git_root
+from indexer.statedir import git_root, state_dir
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 # Claude Code cuts longer folder names and appends a hash of the whole path.
@@ -76,6 +78,59 @@ def project_dir(environ: Mapping[str, str], cwd: str) -> Path:
         if len(matches) == 1:  # two would be two projects: neither is surely this one
             return matches[0]
     return projects / name
+
+
+class _Started(msgspec.Struct):
+    cwd: str = ""
+
+
+_STARTED = msgspec.json.Decoder(_Started)
+_HEAD_BYTES = 256 * 1024  # where a transcript's first records, and so its `cwd`, are
+
+
+def subdirectory_dirs(environ: Mapping[str, str], cwd: str, state_root: Path) -> list[Path]:
+    """The transcript folders of sessions Claude Code started in a subdirectory of the project
+    (it names a folder after the directory it was started in) whose events belong to
+    `state_root`, by the state directory rule applied to where each session started."""
+    project = environ.get("CLAUDE_PROJECT_DIR") or git_root(cwd) or cwd
+    projects = claude_dir(environ) / "projects"
+    own = project_dir(environ, cwd)
+    # A long name is cut at 200 characters: a subdirectory's shares at most those.
+    prefix = (project_folder_name(os.path.abspath(project)) + "-")[:_MAX_NAME]
+    try:
+        candidates = sorted(p for p in projects.iterdir() if p.name.startswith(prefix))
+    except OSError:
+        return []
+    found = []
+    for folder in candidates:
+        if folder == own or folder.is_symlink() or not folder.is_dir():
+            continue
+        started = _started_in(folder)
+        # `-a-proj-x` may be /a/proj/x or /a/proj-x: where the session ran decides.
+        if started and os.path.abspath(state_dir({"CLAUDE_PROJECT_DIR": started}, started)) == (
+            os.path.abspath(state_root)
+        ):
+            found.append(folder)
+    return found
+
+
+def _started_in(folder: Path) -> str:
+    """The directory the sessions of a transcript folder ran in (the first `cwd` recorded in
+    its transcripts' first lines), or "" if none says."""
+    for transcript in sorted(folder.glob("*.jsonl")):
+        try:
+            with transcript.open("rb") as f:
+                head = f.read(_HEAD_BYTES)
+        except OSError:
+            continue
+        for line in head.split(b"\n")[:-1]:  # the last piece may be cut
+            try:
+                started = _STARTED.decode(line).cwd
+            except msgspec.DecodeError:
+                continue
+            if started:
+                return started
+    return ""
 
 
 def all_project_dirs(environ: Mapping[str, str]) -> list[Path]:

@@ -11,7 +11,12 @@ from typing import Any
 from indexer.errors import IndexBusyError, TranscriptPathError
 from indexer.transcript_ahead import import_files
 from indexer.transcript_import import ImportStats, TranscriptImporter
-from indexer.transcript_paths import all_project_dirs, project_dir, transcript_files
+from indexer.transcript_paths import (
+    all_project_dirs,
+    project_dir,
+    subdirectory_dirs,
+    transcript_files,
+)
 from indexer.writer import open_writer, writer_lock
 from summarizer.common.cliargs import state_paths
 
@@ -21,7 +26,7 @@ __all__ = ["cmd_import"]
 def cmd_import(args: argparse.Namespace) -> int:
     """Import the selected transcripts; print a one-line summary."""
     paths = state_paths(args)
-    files = transcript_files(_sources(args), paths.root)
+    files = transcript_files(_sources(args, paths.root), paths.root)
     try:
         with writer_lock(paths, wait_s=2.0):
             writer = open_writer(paths)
@@ -42,18 +47,21 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sources(args: argparse.Namespace) -> list[Path]:
+def _sources(args: argparse.Namespace, state_root: Path) -> list[Path]:
     if args.paths:
         return [Path(p) for p in args.paths]
     if args.all:
         return all_project_dirs(os.environ)
     folder = project_dir(os.environ, os.getcwd())
-    if not folder.is_dir():
+    # Sessions started in a subdirectory have a folder of their own.
+    folders = [folder] if folder.is_dir() else []
+    folders += subdirectory_dirs(os.environ, os.getcwd(), state_root)
+    if not folders:
         raise TranscriptPathError(
             f"no transcripts of this project in {folder}; give a PATH, use --all, or set "
             "CLAUDE_CONFIG_DIR if Claude Code keeps its data elsewhere"
         )
-    return [folder]
+    return folders
 
 
 def _run(importer: TranscriptImporter, files: list[Path], worker: str) -> ImportStats:

@@ -20,7 +20,8 @@ def register(add: AddCommand) -> None:
         nargs="*",
         metavar="PATH",
         help="transcript files or folders (default: this project's folder under "
-        "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)",
+        "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects, and those of the sessions "
+        "started in its subdirectories)",
     )
     p.add_argument("--all", action="store_true", help="import the transcripts of every project")
     p.add_argument(

@@ -36,3 +36,40 @@ def test_a_session_started_in_a_subdirectory_is_recorded_at_the_root(tmp_path: P
     for where in (project, subdir):  # the commands resolve the same state directory
         found = run_cli("search", "heron invoice", cwd=where, env=env)
         assert found.returncode == 0 and session[:8] in found.stdout, (where, found.stdout)
+
+
+def test_import_takes_the_sessions_started_in_subdirectories(tmp_path: Path) -> None:
+    # No hooks: these sessions reach ctxd only by import. Claude Code names each transcript
+    # folder after the directory it was started in; a sibling project whose folder name shares
+    # the prefix (`proj-tools` gives `-…-proj-tools`, as `proj/tools` would) is not imported.
+    claude = _claude()
+    project, home = tmp_path / "proj", tmp_path / "home"
+    subdir, sibling = project / "services" / "billing", tmp_path / "proj-tools"
+    for folder in (subdir, sibling, home, project / ".git", sibling / ".git"):
+        folder.mkdir(parents=True)
+    (project / ".ctxd").mkdir(mode=0o700)
+    env = client_env(home)
+    standin = Standin(
+        {
+            "root": Plan([[text("Noted at the root.")]]),
+            "sub": Plan([[text("Noted: the heron invoice batch runs nightly.")]]),
+            "other": Plan([[text("Noted: the sibling's egret report.")]]),
+        }
+    )
+    server, port = serve(standin)
+    client = standin_env(env, port)
+    try:
+        root = _run(claude, project, client, "Plan the kestrel ledger [[plan:root]]")
+        sub = _run(claude, subdir, client, "When does the heron invoice batch run? [[plan:sub]]")
+        _run(claude, sibling, client, "Write the egret report [[plan:other]]")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    imported = run_cli("import", cwd=project, env=env)
+    assert imported.returncode == 0, imported.stderr
+    for words, session in (("kestrel ledger", root), ("heron invoice", sub)):
+        found = run_cli("search", words, cwd=project, env=env)
+        assert found.returncode == 0 and session[:8] in found.stdout, (words, found.stdout)
+    other = run_cli("search", "egret report", cwd=project, env=env)
+    assert other.stdout == "" and "no matches" in other.stderr, other.stdout
