@@ -1,7 +1,7 @@
 """The hook run as a Claude Code plugin vs as `ctxd init` installs it, per event, same run.
 
 Four real processes, each fed a payload on stdin, in a fresh random order every round:
-  - PostToolUse, plugin      `python3 -I -S <plugin>/indexer/hook.py` with CLAUDE_PLUGIN_ROOT
+  - PostToolUse, plugin      `python3 -I -S <plugin>/indexer/run_hook.py` with CLAUDE_PLUGIN_ROOT
   - PostToolUse, init        the same script without CLAUDE_PLUGIN_ROOT (what `ctxd init` runs)
   - SessionStart, plugin     startup with a project memory; handed to the installed `ctxd`
                              command's interpreter (one more process, with site)
@@ -61,7 +61,7 @@ def main() -> None:
                            "tool_name": "Read", "tool_input": {"file_path": "/x"}}).encode()  # fmt: skip
         start = json.dumps({"session_id": "b-1", "hook_event_name": "SessionStart",
                             "source": "startup"}).encode()  # fmt: skip
-        hook = [sys.executable, "-I", "-S", str(plugin / "indexer" / "hook.py")]
+        hook = [sys.executable, "-I", "-S", str(plugin / "indexer" / "run_hook.py")]
         as_plugin = {**base, "CLAUDE_PLUGIN_ROOT": str(plugin)}
         variants = {
             "python -I -S -c pass": ([sys.executable, "-I", "-S", "-c", "pass"], b"", base),

@@ -1,6 +1,6 @@
 """The hook as a Claude Code plugin: SessionStart and PreCompact run in the installed ctxd."""
 
-# As a plugin, Claude Code runs `python3 -I -S ${CLAUDE_PLUGIN_ROOT}/indexer/hook.py` with
+# As a plugin, Claude Code runs `python3 -I -S ${CLAUDE_PLUGIN_ROOT}/indexer/run_hook.py` with
 # whatever python3 is on PATH. Spooling needs nothing more; the notes handed back after a
 # compaction need ctxd's dependencies, which live in the environment of the `ctxd` command
 # (pipx, uv tool). So those two events run under that environment's interpreter (found

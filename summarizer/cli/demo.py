@@ -17,7 +17,7 @@ from indexer.paths import StatePaths
 from indexer.writer import catch_up
 from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
 
-HOOK = Path(__file__).resolve().parents[2] / "indexer" / "hook.py"
+HOOK = Path(__file__).resolve().parents[2] / "indexer" / "run_hook.py"
 
 
 def replay(project: Path, payloads: list[dict[str, object]]) -> float:

@@ -89,11 +89,12 @@ class InstallReport:
 
 
 def default_hook_command() -> HookCommand:
-    """This interpreter running `indexer/hook.py` as a script (`-I -S`: no site, fast start)."""
-    found = importlib.util.find_spec("indexer.hook")
+    """This interpreter running `indexer/run_hook.py` (`-I -S`: no site, fast start; the hook
+    itself is then imported from its cached bytecode)."""
+    found = importlib.util.find_spec("indexer.run_hook")
     if found is None or found.origin is None:
         raise RuntimeError(
-            "indexer.hook is not importable; reinstall ctxd (pipx install --force ctxd-claude)"
+            "indexer.run_hook is not importable; reinstall ctxd (pipx install --force ctxd-claude)"
         )
     # abspath, not resolve: the venv's python symlink is what identifies the installation.
     return HookCommand((os.path.abspath(sys.executable), "-I", "-S", os.path.abspath(found.origin)))
@@ -111,7 +112,9 @@ def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = No
     base = {"type": "command", "command": command.argv[0], "args": list(command.argv[1:])}
     if not is_ctxd_handler(base):
         # Otherwise the next install could not find the handler again and would duplicate it.
-        raise ValueError(f"not a ctxd hook command (ctxd-hook or indexer/hook.py): {command.argv}")
+        raise ValueError(
+            f"not a ctxd hook command (ctxd-hook or indexer/run_hook.py): {command.argv}"
+        )
     spec: Spec = {}
     for event in EVENTS:
         timeout = chosen.get(event, _DEFAULT_TIMEOUTS_S[event])
@@ -122,7 +125,8 @@ def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = No
 
 
 def is_ctxd_handler(handler: dict[str, Any]) -> bool:
-    """True for a command handler that runs ctxd-hook, `…/indexer/hook.py` or `-m indexer.hook`.
+    """True for a command handler that runs ctxd-hook, `…/indexer/run_hook.py`, `…/indexer/hook.py`
+    (what earlier versions installed) or `-m indexer.hook`.
 
     The entry point is the marker: Claude Code validates settings, so an extra key could get
     the whole file rejected, and a `statusMessage` would show in the user's spinner.
@@ -217,7 +221,8 @@ def backup_path(settings_path: Path, backup_dir: Path | None = None) -> Path:
 
 def _is_entry_point(word: str) -> bool:
     w = word.strip("'\"").replace("\\", "/")
-    return any(w == s or w.endswith("/" + s) for s in ("ctxd-hook", "indexer/hook.py"))
+    entry_points = ("ctxd-hook", "indexer/run_hook.py", "indexer/hook.py")
+    return any(w == s or w.endswith("/" + s) for s in entry_points)
 
 
 def _norm_matcher(matcher: object) -> str:

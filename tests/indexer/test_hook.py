@@ -594,9 +594,34 @@ def test_hook_script_imports_only_a_few_stdlib_modules(state_dir: Path) -> None:
     top = {m.split(".")[0] for m in modules}
     assert not top & set(FORBIDDEN_MODULES), top & set(FORBIDDEN_MODULES)
     assert "indexer" not in top and "site" not in top
-    stdlib = set(sys.stdlib_module_names) | {"encodings", "_frozen_importlib_external"}
+    # `hook` is indexer/hook.py itself, imported by the launcher from its cached bytecode.
+    stdlib = set(sys.stdlib_module_names) | {"encodings", "_frozen_importlib_external", "hook"}
     assert top <= stdlib, top - stdlib
     assert len(spool_lines(state_dir)) == 1
+
+
+def test_the_launcher_runs_the_hook_from_its_cached_bytecode(tmp_path: Path) -> None:
+    # Run as a script, the hook would be compiled from source on every event.
+    copy = tmp_path / "indexer"
+    copy.mkdir()
+    for name in ("run_hook.py", "hook.py"):
+        (copy / name).write_bytes((REPO / "indexer" / name).read_bytes())
+    state = tmp_path / "state"
+    for n in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-I", "-S", "-X", "importtime", str(copy / "run_hook.py")],
+            input=payload(tool_name="Bash", tool_use_id=f"toolu_pyc{n}"),
+            env=hook_env(state),
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
+        assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
+        assert "hook" in imported_modules(proc.stderr.decode())
+    assert [p.name for p in (copy / "__pycache__").iterdir()] == [
+        f"hook.{sys.implementation.cache_tag}.pyc"
+    ]
+    assert len(spool_lines(state)) == 2
 
 
 def test_importing_indexer_hook_loads_no_third_party_module() -> None:

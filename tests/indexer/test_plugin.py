@@ -12,7 +12,7 @@ from pathlib import Path
 from summarizer.cli.install import EVENTS, HookCommand, ctxd_hook_spec
 from tests.helpers import REPO, clean_env, payload
 
-PLUGIN_HOOK = HookCommand(("python3", "-I", "-S", "${CLAUDE_PLUGIN_ROOT}/indexer/hook.py"))
+PLUGIN_HOOK = HookCommand(("python3", "-I", "-S", "${CLAUDE_PLUGIN_ROOT}/indexer/run_hook.py"))
 
 
 def _version() -> str:
@@ -50,7 +50,7 @@ def _plugin_copy(dest: Path) -> Path:
 def _hook(root: Path, project: Path, data: bytes, path: str) -> subprocess.CompletedProcess[bytes]:
     env = clean_env(CLAUDE_PLUGIN_ROOT=str(root), CLAUDE_PROJECT_DIR=str(project), PATH=path)
     return subprocess.run(
-        [sys.executable, "-I", "-S", str(root / "indexer" / "hook.py")],
+        [sys.executable, "-I", "-S", str(root / "indexer" / "run_hook.py")],
         input=data,
         env=env,
         capture_output=True,

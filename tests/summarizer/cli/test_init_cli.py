@@ -26,7 +26,7 @@ def _ctxd_events(settings: Path) -> dict[str, list[dict[str, object]]]:
     for event, groups in doc.get("hooks", {}).items():
         for group in groups:
             for h in group["hooks"]:
-                if str(h.get("args", [""])[-1]).endswith("indexer/hook.py"):
+                if str(h.get("args", [""])[-1]).endswith("indexer/run_hook.py"):
                     found.setdefault(event, []).append({**h, "matcher": group.get("matcher")})
     return found
 

@@ -61,7 +61,7 @@ def ctxd_commands(settings: Path) -> list[str]:
         for groups in doc.get("hooks", {}).values()
         for group in groups
         for h in group["hooks"]
-        if "ctxd-hook" in h["command"] or "indexer/hook.py" in " ".join(h.get("args", []))
+        if "ctxd-hook" in h["command"] or "indexer/run_hook.py" in " ".join(h.get("args", []))
     ]
 
 

@@ -125,6 +125,7 @@ def test_hook_command_validation() -> None:
     [
         ({"type": "command", "command": "/v/bin/ctxd-hook", "args": []}, True),
         ({"type": "command", "command": "/v/bin/ctxd-hook"}, True),
+        ({"type": "command", "command": "/v/bin/python", "args": ["-I", "-S", "/s/indexer/run_hook.py"]}, True),
         ({"type": "command", "command": "/v/bin/python", "args": ["-I", "-S", "/s/indexer/hook.py"]}, True),
         ({"type": "command", "command": "python3 /s/indexer/hook.py"}, True),
         ({"type": "command", "command": "'/My Venv/bin/ctxd-hook'"}, True),
@@ -134,6 +135,7 @@ def test_hook_command_validation() -> None:
         ({"type": "command", "command": "/v/bin/ctxd-hook-wrapper"}, False),
         ({"type": "command", "command": "/x/hook.py"}, False),
         ({"type": "command", "command": "/x/otherindexer/hook.py"}, False),
+        ({"type": "command", "command": "/x/run_hook.py"}, False),
         ({"type": "http", "url": "http://localhost/ctxd-hook"}, False),
         ({"type": "prompt", "prompt": "ctxd-hook"}, False),
         ({"type": "command"}, False),
@@ -416,7 +418,7 @@ def test_symlinked_settings_are_written_through(tmp_path: Path) -> None:
 def test_default_hook_command_runs_the_real_hook(tmp_path: Path) -> None:
     command = default_hook_command()
     assert command.argv[0] == os.path.abspath(sys.executable)
-    assert command.argv[1:3] == ("-I", "-S") and command.argv[3].endswith("indexer/hook.py")
+    assert command.argv[1:3] == ("-I", "-S") and command.argv[3].endswith("indexer/run_hook.py")
     handler = ctxd_hook_spec(command)["Stop"][0]["hooks"][0]
     env = {"PATH": os.environ.get("PATH", ""), "CTXD_HOME": str(tmp_path / "state")}
     payload = b'{"session_id":"s1","hook_event_name":"Stop","cwd":"/tmp"}'

@@ -219,7 +219,7 @@ def test_concurrent_session_starts_inject_exactly_once(project: Path) -> None:
                 sys.executable,
                 "-I",
                 "-S",
-                str(Path(resume_hook.__file__).parents[2] / "indexer" / "hook.py"),
+                str(Path(resume_hook.__file__).parents[2] / "indexer" / "run_hook.py"),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
