@@ -252,8 +252,8 @@ def test_session_event_and_agent_of_every_entry(corpus: Corpus) -> None:
             )
             if agent_id_of_cc:
                 assert aliases[(session, agent_id_of_cc)] == e["agent_id"], where
-        elif p["hook_event_name"] == "SubagentStop" and p.get("agent_id") and not p.get(
-            "agent_type"
+        elif (
+            p["hook_event_name"] == "SubagentStop" and p.get("agent_id") and not p.get("agent_type")
         ):
             # Claude Code's own fork (the compaction, a recap): the session's, not an agent's.
             kinds["compaction"] += 1

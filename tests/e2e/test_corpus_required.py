@@ -9,7 +9,9 @@ from pathlib import Path
 
 from helpers import REPO
 
-CORPUS_TEST = "tests/summarizer/resume/test_todos.py::test_corpus_todowrite_lists_match_the_last_call"
+CORPUS_TEST = (
+    "tests/summarizer/resume/test_todos.py::test_corpus_todowrite_lists_match_the_last_call"
+)
 
 
 def _pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

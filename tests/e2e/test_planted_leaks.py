@@ -49,39 +49,80 @@ def _field_payloads(field: str, text: str, n: int) -> dict[str, Any]:
     if field == "prompt":
         return {"hook_event_name": "UserPromptSubmit", "prompt": text}
     if field == "bash-input":
-        return {"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                "tool_input": {"command": text, "description": "run it"}, **tool}
+        return {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": text, "description": "run it"},
+            **tool,
+        }
     if field == "bash-output":
-        return {"hook_event_name": "PostToolUse", "tool_name": "Bash",
-                "tool_input": {"command": "cat notes.txt"},
-                "tool_response": {"stdout": text, "stderr": "", "interrupted": False}, **tool}
+        return {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "cat notes.txt"},
+            "tool_response": {"stdout": text, "stderr": "", "interrupted": False},
+            **tool,
+        }
     if field == "write":
-        return {"hook_event_name": "PostToolUse", "tool_name": "Write",
-                "tool_input": {"file_path": "/home/dev/app/.env", "content": text},
-                "tool_response": {"type": "create", "filePath": "/home/dev/app/.env"}, **tool}
+        return {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": "/home/dev/app/.env", "content": text},
+            "tool_response": {"type": "create", "filePath": "/home/dev/app/.env"},
+            **tool,
+        }
     if field == "read":
-        return {"hook_event_name": "PostToolUse", "tool_name": "Read",
-                "tool_input": {"file_path": "/home/dev/app/.env"},
-                "tool_response": {"type": "text", "file": {"filePath": "/home/dev/app/.env",
-                                                           "content": text}}, **tool}
+        return {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": "/home/dev/app/.env"},
+            "tool_response": {
+                "type": "text",
+                "file": {"filePath": "/home/dev/app/.env", "content": text},
+            },
+            **tool,
+        }
     if field == "file-path":
         path = f"/home/dev/app/cache/{text}.json"
-        return {"hook_event_name": "PreToolUse", "tool_name": "Read",
-                "tool_input": {"file_path": path}, **tool}
+        return {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": path},
+            **tool,
+        }
     if field == "error":
-        return {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
-                "tool_input": {"command": "make deploy"}, "error": f"Exit code 1\n{text}", **tool}
+        return {
+            "hook_event_name": "PostToolUseFailure",
+            "tool_name": "Bash",
+            "tool_input": {"command": "make deploy"},
+            "error": f"Exit code 1\n{text}",
+            **tool,
+        }
     if field == "subagent-prompt":
-        return {"hook_event_name": "PreToolUse", "tool_name": "Agent",
-                "tool_input": {"description": "deploy", "subagent_type": "general-purpose",
-                               "prompt": f"AgentId: deployer-{n}\n{text}"}, **tool}
+        return {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Agent",
+            "tool_input": {
+                "description": "deploy",
+                "subagent_type": "general-purpose",
+                "prompt": f"AgentId: deployer-{n}\n{text}",
+            },
+            **tool,
+        }
     if field == "stop":
-        return {"hook_event_name": "Stop", "stop_hook_active": False,
-                "last_assistant_message": text}
+        return {
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": text,
+        }
     if field == "subagent-stop":
-        return {"hook_event_name": "SubagentStop", "stop_hook_active": False,
-                "agent_id": f"a{n:015x}", "agent_type": "general-purpose",
-                "last_assistant_message": text}
+        return {
+            "hook_event_name": "SubagentStop",
+            "stop_hook_active": False,
+            "agent_id": f"a{n:015x}",
+            "agent_type": "general-purpose",
+            "last_assistant_message": text,
+        }
     if field == "compact-summary":
         return {"hook_event_name": "PostCompact", "trigger": "manual", "compact_summary": text}
     raise AssertionError(field)
@@ -90,10 +131,46 @@ def _field_payloads(field: str, text: str, n: int) -> dict[str, Any]:
 # Values recognisable only by their context (a flag, a key name, a URL): a file path does not
 # hold that context, so the file-path field plants the other kinds (its name is the value).
 _CONTEXT_ONLY = frozenset(
-    ["mysql-p", "sshpass", "url-credentials-pw", "azure-account-key", "azure-sas", "auth-bearer", "auth-basic", "aws-secret-key", "slack-webhook", "discord-webhook", "postgres-url", "mongodb-url", "dsn", "x-api-key", "password-flag", "pgpassword", "redis-cli", "docker-login", "curl-user", "env-secret", "env-password", "json-password", "entropy", "private-key"]
+    [
+        "mysql-p",
+        "sshpass",
+        "url-credentials-pw",
+        "azure-account-key",
+        "azure-sas",
+        "auth-bearer",
+        "auth-basic",
+        "aws-secret-key",
+        "slack-webhook",
+        "discord-webhook",
+        "postgres-url",
+        "mongodb-url",
+        "dsn",
+        "x-api-key",
+        "password-flag",
+        "pgpassword",
+        "redis-cli",
+        "docker-login",
+        "curl-user",
+        "env-secret",
+        "env-password",
+        "json-password",
+        "entropy",
+        "private-key",
+    ]
 )
-FIELDS = ("prompt", "bash-input", "bash-output", "write", "read", "file-path", "error",
-          "subagent-prompt", "stop", "subagent-stop", "compact-summary")
+FIELDS = (
+    "prompt",
+    "bash-input",
+    "bash-output",
+    "write",
+    "read",
+    "file-path",
+    "error",
+    "subagent-prompt",
+    "stop",
+    "subagent-stop",
+    "compact-summary",
+)
 
 
 def _forms(context: str, secret: str) -> dict[str, str]:
@@ -110,8 +187,9 @@ def _forms(context: str, secret: str) -> dict[str, str]:
 def _wire_escape(raw: bytes, secret: str) -> bytes:
     """raw JSON with the secret's characters written as \\u escapes (valid JSON, same text)."""
     plain = json.dumps(secret)[1:-1].encode()
-    escaped = "".join(f"\\u{ord(c):04x}" if not c.isalnum() or i % 5 == 0 else c
-                      for i, c in enumerate(secret)).encode()
+    escaped = "".join(
+        f"\\u{ord(c):04x}" if not c.isalnum() or i % 5 == 0 else c for i, c in enumerate(secret)
+    ).encode()
     assert plain in raw
     return raw.replace(plain, escaped)
 
@@ -143,22 +221,34 @@ def _write_spool(state: Path) -> int:
                 if field == "file-path" and (form == "base64" or p.kind in _CONTEXT_ONLY):
                     continue  # a path holds a token, not a command line or a base64 blob
                 n += 1
-                event = {"session_id": session, "transcript_path": "/tmp/t.jsonl",
-                         "cwd": "/home/dev/app", "permission_mode": "default",
-                         **_field_payloads(field, text, n)}
+                event = {
+                    "session_id": session,
+                    "transcript_path": "/tmp/t.jsonl",
+                    "cwd": "/home/dev/app",
+                    "permission_mode": "default",
+                    **_field_payloads(field, text, n),
+                }
                 raw = json.dumps(event, separators=(",", ":")).encode()
                 if form == "wire-escaped":
                     raw = _wire_escape(raw, p.secret)
                 lines.append(build_line(raw, ts + n * 1000, 4242))
         n += 1  # a PreCompact per session: the resume state is written for it
-        pre = {"session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/home/dev/app",
-               "hook_event_name": "PreCompact", "trigger": "manual", "custom_instructions": ""}
+        pre = {
+            "session_id": session,
+            "transcript_path": "/tmp/t.jsonl",
+            "cwd": "/home/dev/app",
+            "hook_event_name": "PreCompact",
+            "trigger": "manual",
+            "custom_instructions": "",
+        }
         lines.append(build_line(json.dumps(pre).encode(), ts + n * 1000, 4242))
     # Malformed lines: the secret inside a line that is no valid event goes to the quarantine.
     for p in PLANTED:
         for text in _forms(p.context, p.secret).values():
-            lines.append(b'{"ctxd":1,"ts_ns":5,"pid":1,"event":{"session_id":"planted-bad",'
-                         b'"prompt":"' + json.dumps(text)[1:-1].encode() + b'"\n')
+            lines.append(
+                b'{"ctxd":1,"ts_ns":5,"pid":1,"event":{"session_id":"planted-bad",'
+                b'"prompt":"' + json.dumps(text)[1:-1].encode() + b'"\n'
+            )
     (spool / "20260101T00.jsonl").write_bytes(b"".join(lines))
     return len(lines)
 
@@ -168,8 +258,12 @@ def _write_fault_segment(state: Path, name: str) -> int:
     lines = []
     for i, p in enumerate(PLANTED):
         for j, text in enumerate(_forms(p.context, p.secret).values()):
-            event = {"session_id": "planted-fault", "hook_event_name": "UserPromptSubmit",
-                     "cwd": "/home/dev/app", "prompt": text}
+            event = {
+                "session_id": "planted-fault",
+                "hook_event_name": "UserPromptSubmit",
+                "cwd": "/home/dev/app",
+                "prompt": text,
+            }
             ts = 1_790_100_000_000_000_000 + int(name[9:11]) * 10**9 + (i * 10 + j) * 1000
             lines.append(build_line(json.dumps(event).encode(), ts, 4343))
     (state / "spool" / name).write_bytes(b"".join(lines))
@@ -186,8 +280,9 @@ def _run_with_fault(state: Path, outputs: list[str], tmp: Path) -> None:
     env = hook_env(state, PYTHONPATH=f"{FAULT}{os.pathsep}{REPO}")
     ctxd = [sys.executable, "-m", "summarizer.cli.app"]
     n = _write_fault_segment(state, FAULT_CLI)
-    r = subprocess.run([*ctxd, "ingest"], env=env, capture_output=True, text=True, timeout=600,
-                       check=False)
+    r = subprocess.run(
+        [*ctxd, "ingest"], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     outputs.append(f"$ ctxd ingest (with the fault)\n{r.stdout}\n{r.stderr}")
     assert _quarantined(state, FAULT_CLI) == n, r.stderr[-2000:]
     _write_fault_segment(state, FAULT_DAEMON)
@@ -220,12 +315,26 @@ def planted_state(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
     for field in FIELDS:
         session = f"planted-{field}"
         for fmt in ("json", "text"):
-            cli("read", "--agent-id", "main", "--session", session, "--lines", "1000",
-                "--format", fmt)
+            cli(
+                "read",
+                "--agent-id",
+                "main",
+                "--session",
+                session,
+                "--lines",
+                "1000",
+                "--format",
+                fmt,
+            )
         cli("resume", session)
         cli("resume", session, "--json")
-        start = {"session_id": session, "transcript_path": "/tmp/t.jsonl",
-                 "cwd": "/home/dev/app", "hook_event_name": "SessionStart", "source": "compact"}
+        start = {
+            "session_id": session,
+            "transcript_path": "/tmp/t.jsonl",
+            "cwd": "/home/dev/app",
+            "hook_event_name": "SessionStart",
+            "source": "compact",
+        }
         r = run_hook(json.dumps(start).encode(), hook_env(state))
         outputs.append(f"$ SessionStart {session}\n{r.stdout.decode()}\n{r.stderr.decode()}")
     for agent in ("deployer-100", "general-purpose"):
@@ -318,7 +427,9 @@ def test_false_positives_on_the_real_corpus() -> None:
     for s in strings:
         kinds.update(tag.findall(redact_text(s)))
     planted = sum(1 for _ in PLANTED) * len(FORMS) * len(FIELDS)
-    print(f"\nplanted: {len(PLANTED)} kinds x {len(FORMS)} forms x {len(FIELDS)} fields = "
-          f"{planted} planted secrets (searched by the tests above); corpus false positives: "
-          f"{sum(kinds.values())} redactions in {len(strings)} distinct strings {dict(kinds)}")
+    print(
+        f"\nplanted: {len(PLANTED)} kinds x {len(FORMS)} forms x {len(FIELDS)} fields = "
+        f"{planted} planted secrets (searched by the tests above); corpus false positives: "
+        f"{sum(kinds.values())} redactions in {len(strings)} distinct strings {dict(kinds)}"
+    )
     assert sum(kinds.values()) <= FP_LIMIT

@@ -78,6 +78,20 @@ def standin_env(base: dict[str, str], port: int, **extra: str) -> dict[str, str]
     )
 
 
+def run_sessions(
+    env: dict[str, str], replies: dict[str, str], runs: list[tuple[Path, str]]
+) -> list[str]:
+    """One session of the CLI per (directory, prompt ending in `[[plan:<name>]]`), each answered
+    with the text `replies[name]` by a stand-in API; their session ids."""
+    standin = Standin({name: Plan([[text(reply)]]) for name, reply in replies.items()})
+    server, port = serve(standin)
+    try:
+        return [_run(_claude(), cwd, standin_env(env, port), prompt) for cwd, prompt in runs]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def _plans(project: Path) -> dict[str, Plan]:
     app = str(project / "app.py")
     work = [

@@ -9,9 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from claude_standin import Plan, Standin, serve, text
 from helpers import run_cli
-from test_real_client import _claude, _run, client_env, standin_env
+from test_real_client import client_env, run_sessions
 
 from indexer.transcript_paths import project_folder_name
 
@@ -27,7 +26,6 @@ from indexer.transcript_paths import project_folder_name
 def test_import_finds_the_transcripts_of_a_project_named_with_an_emoji(
     tmp_path: Path, name: str
 ) -> None:
-    claude = _claude()
     project, home = tmp_path / name, tmp_path / "home"
     project.mkdir(parents=True)
     home.mkdir()
@@ -35,14 +33,11 @@ def test_import_finds_the_transcripts_of_a_project_named_with_an_emoji(
     env = client_env(home)
     state = project / ".ctxd"
     state.mkdir(mode=0o700)  # no hooks installed: the session reaches ctxd only by import
-    standin = Standin({"only": Plan([[text("Noted: the petrel manifest ships on Tuesday.")]])})
-    server, port = serve(standin)
-    try:
-        prompt = "When does the petrel manifest ship? [[plan:only]]"
-        session = _run(claude, project, standin_env(env, port), prompt)
-    finally:
-        server.shutdown()
-        server.server_close()
+    [session] = run_sessions(
+        env,
+        {"only": "Noted: the petrel manifest ships on Tuesday."},
+        [(project, "When does the petrel manifest ship? [[plan:only]]")],
+    )
 
     folders = [p.name for p in (home / ".claude" / "projects").iterdir()]
     assert folders == [project_folder_name(os.path.realpath(project))]

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from claude_standin import Plan, Standin, serve, text
 from helpers import run_cli
-from test_real_client import _claude, _run, client_env, standin_env
+from test_real_client import client_env, run_sessions
 
 
 def test_a_session_started_in_a_subdirectory_is_recorded_at_the_root(tmp_path: Path) -> None:
-    claude = _claude()
     project, home = tmp_path / "proj", tmp_path / "home"
     subdir = project / "services" / "billing"
     subdir.mkdir(parents=True)
@@ -21,14 +19,11 @@ def test_a_session_started_in_a_subdirectory_is_recorded_at_the_root(tmp_path: P
     env = client_env(home)
     init = run_cli("init", cwd=project, env=env)
     assert init.returncode == 0, init.stderr
-    standin = Standin({"only": Plan([[text("Noted: the heron invoice batch runs nightly.")]])})
-    server, port = serve(standin)
-    try:
-        prompt = "When does the heron invoice batch run? [[plan:only]]"
-        session = _run(claude, subdir, standin_env(env, port), prompt)
-    finally:
-        server.shutdown()
-        server.server_close()
+    [session] = run_sessions(
+        env,
+        {"only": "Noted: the heron invoice batch runs nightly."},
+        [(subdir, "When does the heron invoice batch run? [[plan:only]]")],
+    )
 
     assert not (subdir / ".ctxd").exists()
     assert not (project / "services" / ".ctxd").exists()
@@ -42,29 +37,25 @@ def test_import_takes_the_sessions_started_in_subdirectories(tmp_path: Path) -> 
     # No hooks: these sessions reach ctxd only by import. Claude Code names each transcript
     # folder after the directory it was started in; a sibling project whose folder name shares
     # the prefix (`proj-tools` gives `-…-proj-tools`, as `proj/tools` would) is not imported.
-    claude = _claude()
     project, home = tmp_path / "proj", tmp_path / "home"
     subdir, sibling = project / "services" / "billing", tmp_path / "proj-tools"
     for folder in (subdir, sibling, home, project / ".git", sibling / ".git"):
         folder.mkdir(parents=True)
     (project / ".ctxd").mkdir(mode=0o700)
     env = client_env(home)
-    standin = Standin(
+    root, sub, _ = run_sessions(
+        env,
         {
-            "root": Plan([[text("Noted at the root.")]]),
-            "sub": Plan([[text("Noted: the heron invoice batch runs nightly.")]]),
-            "other": Plan([[text("Noted: the sibling's egret report.")]]),
-        }
+            "root": "Noted at the root.",
+            "sub": "Noted: the heron invoice batch runs nightly.",
+            "other": "Noted: the sibling's egret report.",
+        },
+        [
+            (project, "Plan the kestrel ledger [[plan:root]]"),
+            (subdir, "When does the heron invoice batch run? [[plan:sub]]"),
+            (sibling, "Write the egret report [[plan:other]]"),
+        ],
     )
-    server, port = serve(standin)
-    client = standin_env(env, port)
-    try:
-        root = _run(claude, project, client, "Plan the kestrel ledger [[plan:root]]")
-        sub = _run(claude, subdir, client, "When does the heron invoice batch run? [[plan:sub]]")
-        _run(claude, sibling, client, "Write the egret report [[plan:other]]")
-    finally:
-        server.shutdown()
-        server.server_close()
 
     imported = run_cli("import", cwd=project, env=env)
     assert imported.returncode == 0, imported.stderr

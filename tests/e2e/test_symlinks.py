@@ -16,8 +16,14 @@ def _outside(tmp_path: Path) -> Path:
     """A directory outside the state dir, holding files ctxd would write or delete there."""
     out = tmp_path / "outside"
     out.mkdir()
-    for name in ("victim.jsonl", "main.jsonl", "precompact_state.json", "context.md",
-                 "running-summary.json", "20260101T00.jsonl"):
+    for name in (
+        "victim.jsonl",
+        "main.jsonl",
+        "precompact_state.json",
+        "context.md",
+        "running-summary.json",
+        "20260101T00.jsonl",
+    ):
         (out / name).write_text(f"outside file {name}: must stay as it is\n")
     state = {"session_id": SESSION, "confidence": "high", "covers_ns": 2**62}
     (out / "precompact_state.json").write_text(json.dumps(state))
@@ -111,8 +117,14 @@ def test_symlinked_output_dirs_get_nothing(tmp_path: Path, where: str) -> None:
         target.rmdir()
     target.symlink_to(out, target_is_directory=True)
     before = _snapshot(out)
-    for args in (("ingest",), ("compact",), ("rebuild",), ("resume", SESSION),
-                 ("read", "--agent-id", "main", "--session", SESSION), ("inject",)):
+    for args in (
+        ("ingest",),
+        ("compact",),
+        ("rebuild",),
+        ("resume", SESSION),
+        ("read", "--agent-id", "main", "--session", SESSION),
+        ("inject",),
+    ):
         run_cli(*args, state_dir=state)
     assert b"SECRET-OUTSIDE" not in _session_start(state)
     assert _snapshot(out) == before

@@ -27,8 +27,15 @@ interval_s = 0.5
 def _outside(tmp_path: Path) -> Path:
     out = tmp_path / "outside"
     (out / "folder").mkdir(parents=True)
-    for name in ("victim.jsonl", "running-summary.json", "20200101T00.jsonl", "ctxd.log.1",
-                 "daemon.json", "compact.request", "folder/keep.txt"):
+    for name in (
+        "victim.jsonl",
+        "running-summary.json",
+        "20200101T00.jsonl",
+        "ctxd.log.1",
+        "daemon.json",
+        "compact.request",
+        "folder/keep.txt",
+    ):
         (out / name).write_text(f"outside file {name}: must stay as it is\n")
     return out
 
@@ -102,18 +109,38 @@ def test_nothing_outside_changes_with_a_running_daemon(tmp_path: Path) -> None:
         # Hooks for both sessions while the daemon indexes, writes views, compacts and
         # runs retention every half second.
         for i in range(6):
-            _hook(state, tool_name="Bash", tool_input={"command": f"make {i}"},
-                  tool_use_id=f"toolu_a{i}")
-            _hook(state, session_id=OTHER, hook_event_name="UserPromptSubmit",
-                  prompt=f"other session prompt {i}")
+            _hook(
+                state,
+                tool_name="Bash",
+                tool_input={"command": f"make {i}"},
+                tool_use_id=f"toolu_a{i}",
+            )
+            _hook(
+                state,
+                session_id=OTHER,
+                hook_event_name="UserPromptSubmit",
+                prompt=f"other session prompt {i}",
+            )
         _hook(state, hook_event_name="PreCompact", trigger="manual", custom_instructions="")
-        _hook(state, session_id=OTHER, hook_event_name="PreCompact", trigger="auto",
-              custom_instructions="")
+        _hook(
+            state,
+            session_id=OTHER,
+            hook_event_name="PreCompact",
+            trigger="auto",
+            custom_instructions="",
+        )
         _hook(state, hook_event_name="SessionStart", source="compact")
         _hook(state, session_id=OTHER, hook_event_name="SessionStart", source="compact")
-        for args in (("ingest",), ("compact",), ("status",), ("doctor",), ("inject",),
-                     ("read", "--agent-id", "main", "--session", SESSION),
-                     ("resume", SESSION), ("sessions",)):
+        for args in (
+            ("ingest",),
+            ("compact",),
+            ("status",),
+            ("doctor",),
+            ("inject",),
+            ("read", "--agent-id", "main", "--session", SESSION),
+            ("resume", SESSION),
+            ("sessions",),
+        ):
             r = run_cli(*args, state_dir=state)
             assert "outside file" not in r.stdout + r.stderr, (args, r.stdout, r.stderr)
         # The daemon went on: it indexed every event spooled after the links were planted.
