@@ -89,6 +89,7 @@ def _check_hooks(paths: StatePaths) -> Check:
 
     found: dict[str, Path] = {}
     broken: list[str] = []
+    older = False
     for path in settings_files(paths):
         try:
             doc = json.loads(path.read_bytes())
@@ -104,6 +105,7 @@ def _check_hooks(paths: StatePaths) -> Check:
                     if is_ctxd_handler(h):
                         found.setdefault(event, path)
                         broken.extend(_missing_programs(h))
+                        older |= _runs_the_script(h)
     init = "run `ctxd init` (or `ctxd init --user` for every project)"
     plugin = enabled_plugin(project_root(paths))
     if plugin and found:
@@ -133,7 +135,23 @@ def _check_hooks(paths: StatePaths) -> Check:
         return Check(
             "WARN", "hooks", f"not installed for {', '.join(absent)} (in {where})", f"{init} again"
         )
+    if older:
+        return Check(
+            "WARN",
+            "hooks",
+            f"installed in {where} as an earlier version did (indexer/hook.py run as a script, "
+            "compiled again for every event: about a quarter slower)",
+            f"{init} again to install indexer/run_hook.py",
+        )
     return Check("OK", "hooks", f"all {len(EVENTS)} events installed in {where}")
+
+
+def _runs_the_script(handler: dict[str, Any]) -> bool:
+    """True for a handler that runs `…/indexer/hook.py` itself (what earlier versions installed)."""
+    command, args = handler.get("command"), handler.get("args")
+    words = [str(w) for w in args] if isinstance(args, list) else []
+    words.append(str(command).split()[-1] if isinstance(command, str) and command.strip() else "")
+    return any(w.strip("'\"").replace("\\", "/").endswith("/indexer/hook.py") for w in words)
 
 
 def _missing_programs(handler: dict[str, Any]) -> list[str]:

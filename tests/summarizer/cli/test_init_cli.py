@@ -166,3 +166,22 @@ def test_doctor_after_init(tmp_path: Path) -> None:
     (project / ".ctxd").chmod(0o755)
     done = run_cli("doctor", cwd=project, env=env)
     assert done.returncode == 1 and "FAIL  state dir" in done.stdout and "chmod" in done.stdout
+
+
+def test_hooks_of_an_earlier_version_are_reported_and_replaced(tmp_path: Path) -> None:
+    # Earlier versions installed `…/indexer/hook.py` itself, compiled again for every event.
+    project = tmp_path / "app"
+    project.mkdir()
+    assert _init(project)[0] == 0
+    settings = project / ".claude" / "settings.local.json"
+    older = settings.read_text().replace("indexer/run_hook.py", "indexer/hook.py")
+    assert older != settings.read_text()
+    settings.write_text(older)
+    env = clean_env(HOME=str(tmp_path / "home"))
+    doctor = run_cli("doctor", cwd=project, env=env)
+    assert "WARN  hooks: installed in" in doctor.stdout and "earlier version" in doctor.stdout
+    assert _init(project)[0] == 0  # init again: the earlier handlers are replaced, not added
+    hooks = _ctxd_events(settings)
+    assert set(hooks) == set(EVENTS) and all(len(h) == 1 for h in hooks.values())
+    assert "indexer/hook.py" not in settings.read_text()
+    assert "OK    hooks: all" in run_cli("doctor", cwd=project, env=env).stdout
