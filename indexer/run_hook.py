@@ -8,8 +8,9 @@ import os
 import sys
 
 sys.path.append(os.path.dirname(__file__))
-
 import hook  # type: ignore[import-not-found]
+
+sys.path.pop()  # the rest of indexer/ is not made importable as top-level modules
 
 try:
     hook.main()
