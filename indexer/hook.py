@@ -43,15 +43,17 @@ def state_dir(environ: "os._Environ[str] | dict[str, str]", cwd: str) -> str:
     if home:
         return home
     project = environ.get("CLAUDE_PROJECT_DIR", "")
-    root = _git_root(project or cwd)
+    path = project or cwd
+    if os.path.lexists(os.path.join(path, ".ctxd")):  # the usual case: one stat
+        return os.path.join(path, ".ctxd")
     # Claude Code started in a subdirectory of a repository runs the hooks of the root's
     # settings with $CLAUDE_PROJECT_DIR set to that subdirectory: its events belong to the
     # state directory `ctxd init` made higher up, not to a new one.
-    path = project or cwd
-    while root and path != root and not os.path.lexists(os.path.join(path, ".ctxd")):
+    root = _git_root(path)
+    while root and path != root:
         path = os.path.dirname(path)
-    if root and os.path.lexists(os.path.join(path, ".ctxd")):
-        return os.path.join(path, ".ctxd")
+        if os.path.lexists(os.path.join(path, ".ctxd")):
+            return os.path.join(path, ".ctxd")
     return os.path.join(project or root or cwd, ".ctxd")
 
 

@@ -67,9 +67,8 @@ def project_dir(environ: Mapping[str, str], cwd: str) -> Path:
     Claude Code was started). A long name ends with a hash of the path; if no folder has that
     name, the only folder with the same first 200 characters is taken (another client's hash).
     """
-    project = environ.get("CLAUDE_PROJECT_DIR") or git_root(cwd) or cwd
     projects = claude_dir(environ) / "projects"
-    name = project_folder_name(os.path.abspath(project))
+    name = project_folder_name(_project(environ, cwd))
     if len(name) > _MAX_NAME and not (projects / name).is_dir():
         try:
             matches = [p for p in projects.iterdir() if p.name.startswith(name[: _MAX_NAME + 1])]
@@ -78,6 +77,12 @@ def project_dir(environ: Mapping[str, str], cwd: str) -> Path:
         if len(matches) == 1:  # two would be two projects: neither is surely this one
             return matches[0]
     return projects / name
+
+
+def _project(environ: Mapping[str, str], cwd: str) -> str:
+    """Where Claude Code was started: $CLAUDE_PROJECT_DIR, else the git root of `cwd`, else
+    `cwd` (absolute)."""
+    return os.path.abspath(environ.get("CLAUDE_PROJECT_DIR") or git_root(cwd) or cwd)
 
 
 class _Started(msgspec.Struct):
@@ -92,11 +97,10 @@ def subdirectory_dirs(environ: Mapping[str, str], cwd: str, state_root: Path) ->
     """The transcript folders of sessions Claude Code started in a subdirectory of the project
     (it names a folder after the directory it was started in) whose events belong to
     `state_root`, by the state directory rule applied to where each session started."""
-    project = environ.get("CLAUDE_PROJECT_DIR") or git_root(cwd) or cwd
     projects = claude_dir(environ) / "projects"
     own = project_dir(environ, cwd)
     # A long name is cut at 200 characters: a subdirectory's shares at most those.
-    prefix = (project_folder_name(os.path.abspath(project)) + "-")[:_MAX_NAME]
+    prefix = (project_folder_name(_project(environ, cwd)) + "-")[:_MAX_NAME]
     try:
         candidates = sorted(p for p in projects.iterdir() if p.name.startswith(prefix))
     except OSError:

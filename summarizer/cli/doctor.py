@@ -85,7 +85,7 @@ def settings_files(paths: StatePaths) -> list[Path]:
 
 
 def _check_hooks(paths: StatePaths) -> Check:
-    from summarizer.cli.install import EVENTS, is_ctxd_handler
+    from summarizer.cli.install import EARLIER_ENTRY_POINT, EVENTS, handler_entry_point
 
     found: dict[str, Path] = {}
     broken: list[str] = []
@@ -102,10 +102,11 @@ def _check_hooks(paths: StatePaths) -> Check:
             for group in groups if isinstance(groups, list) else []:
                 handlers = group.get("hooks", []) if isinstance(group, dict) else []
                 for h in handlers if isinstance(handlers, list) else []:
-                    if is_ctxd_handler(h):
+                    entry_point = handler_entry_point(h)
+                    if entry_point:
                         found.setdefault(event, path)
                         broken.extend(_missing_programs(h))
-                        older |= _runs_the_script(h)
+                        older |= entry_point == EARLIER_ENTRY_POINT
     init = "run `ctxd init` (or `ctxd init --user` for every project)"
     plugin = enabled_plugin(project_root(paths))
     if plugin and found:
@@ -144,14 +145,6 @@ def _check_hooks(paths: StatePaths) -> Check:
             f"{init} again to install indexer/run_hook.py",
         )
     return Check("OK", "hooks", f"all {len(EVENTS)} events installed in {where}")
-
-
-def _runs_the_script(handler: dict[str, Any]) -> bool:
-    """True for a handler that runs `…/indexer/hook.py` itself (what earlier versions installed)."""
-    command, args = handler.get("command"), handler.get("args")
-    words = [str(w) for w in args] if isinstance(args, list) else []
-    words.append(str(command).split()[-1] if isinstance(command, str) and command.strip() else "")
-    return any(w.strip("'\"").replace("\\", "/").endswith("/indexer/hook.py") for w in words)
 
 
 def _missing_programs(handler: dict[str, Any]) -> list[str]:

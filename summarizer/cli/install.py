@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "EVENTS", "HookCommand", "InstallReport", "IsOurs", "MergeResult", "SettingsError", "Spec",
-    "backup_path", "ctxd_hook_spec", "default_hook_command", "install",
-    "is_ctxd_handler", "merge_hooks", "remove_hooks", "uninstall", "write_private",
+    "EARLIER_ENTRY_POINT", "ENTRY_POINTS", "EVENTS", "HookCommand", "InstallReport", "IsOurs",
+    "MergeResult", "SettingsError", "Spec", "backup_path", "ctxd_hook_spec",
+    "default_hook_command", "handler_entry_point", "install", "is_ctxd_handler", "merge_hooks",
+    "remove_hooks", "uninstall", "write_private",
 ]  # fmt: skip
 
 EVENTS: tuple[str, ...] = (
@@ -131,8 +132,14 @@ def is_ctxd_handler(handler: dict[str, Any]) -> bool:
     The entry point is the marker: Claude Code validates settings, so an extra key could get
     the whole file rejected, and a `statusMessage` would show in the user's spinner.
     """
+    return bool(handler_entry_point(handler))
+
+
+def handler_entry_point(handler: dict[str, Any]) -> str:
+    """Which of ctxd's entry points a command handler runs (one of ENTRY_POINTS, or
+    "-m indexer.hook"); "" if none."""
     if not isinstance(handler, dict) or handler.get("type") != "command":
-        return False
+        return ""
     command, args = handler.get("command"), handler.get("args")
     words: list[str] = []
     if isinstance(command, str) and command.strip():
@@ -140,8 +147,8 @@ def is_ctxd_handler(handler: dict[str, Any]) -> bool:
     if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
         words.append(args[-1])
         if any(args[i : i + 2] == ["-m", "indexer.hook"] for i in range(len(args))):
-            return True
-    return any(_is_entry_point(w) for w in words)
+            return "-m indexer.hook"
+    return next((e for w in words if (e := _entry_point(w))), "")
 
 
 def merge_hooks(settings: dict[str, Any], spec: Spec, *, is_ours: IsOurs = is_ctxd_handler,
@@ -219,10 +226,14 @@ def backup_path(settings_path: Path, backup_dir: Path | None = None) -> Path:
     return backup_dir / f"{settings_path.name}.{tag}.ctxd-backup"
 
 
-def _is_entry_point(word: str) -> bool:
+# What ctxd installs, then what earlier versions installed (the hook run as a script).
+ENTRY_POINTS = ("ctxd-hook", "indexer/run_hook.py", "indexer/hook.py")
+EARLIER_ENTRY_POINT = "indexer/hook.py"
+
+
+def _entry_point(word: str) -> str:
     w = word.strip("'\"").replace("\\", "/")
-    entry_points = ("ctxd-hook", "indexer/run_hook.py", "indexer/hook.py")
-    return any(w == s or w.endswith("/" + s) for s in entry_points)
+    return next((s for s in ENTRY_POINTS if w == s or w.endswith("/" + s)), "")
 
 
 def _norm_matcher(matcher: object) -> str:
