@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # Some tests reuse another test module's helpers (`from test_daemon import ...`).
 sys.path.append(str(Path(__file__).resolve().parent / "e2e"))
+sys.path.append(str(Path(__file__).resolve().parent / "product"))
 sys.path.append(str(Path(__file__).resolve().parent / "indexer"))
 sys.path.append(str(Path(__file__).resolve().parent / "summarizer/cli"))
 sys.path.append(str(Path(__file__).resolve().parent / "summarizer/common"))

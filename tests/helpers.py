@@ -102,6 +102,25 @@ def run_cli(
     )
 
 
+def checkout_copy(dest: Path) -> Path:
+    """The files of this checkout that a clone would have (tracked and new, nothing ignored),
+    copied to `dest`: no .venv, build/ or caches of the developer's tree."""
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for rel in filter(None, files):
+        src = REPO / os.fsdecode(rel)
+        if src.is_file():
+            target = dest / os.fsdecode(rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(src.read_bytes())
+            target.chmod(src.stat().st_mode & 0o777)
+    return dest
+
+
 def poll(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.02) -> T:
     """Call `predicate` until it returns something truthy; return that, or fail after `timeout`."""
     deadline = time.monotonic() + timeout

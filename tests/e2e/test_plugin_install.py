@@ -16,27 +16,10 @@ import sys
 from pathlib import Path
 
 from claude_standin import Plan, Standin, serve, text, tool
-from helpers import REPO, clean_env, run_cli
+from helpers import checkout_copy, clean_env, run_cli
 from test_real_client import _claude, _copies, _run
 
 PLUGIN_HINT = "its `ctxd` command is not installed"
-
-
-def _marketplace_copy(dest: Path) -> Path:
-    """The repository as a clone has it (tracked and new files, nothing ignored)."""
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for rel in filter(None, files):
-        src = REPO / os.fsdecode(rel)
-        if src.is_file():
-            target = dest / os.fsdecode(rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(src.read_bytes())
-    return dest
 
 
 def _bin_dir(path: Path, with_ctxd: bool) -> Path:
@@ -62,7 +45,7 @@ def _spooled(state: Path) -> list[dict[str, object]]:
 
 def test_plugin_install_records_without_init(tmp_path: Path) -> None:
     claude = _claude()
-    market = _marketplace_copy(tmp_path / "market")
+    market = checkout_copy(tmp_path / "market")
     project, home, bin_dir = tmp_path / "proj", tmp_path / "home", tmp_path / "bin"
     project.mkdir()
     home.mkdir()
