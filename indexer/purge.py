@@ -1,8 +1,14 @@
-"""The index's delete API: retention and `ctxd forget` remove rows through these functions."""
+"""The index's delete API: retention and `ctxd forget` remove rows through these functions.
+
+Every deletion of entries is also written to `purge_log`, in the transaction that deletes
+them, so that a consumer copying the index elsewhere (the team store) learns of it exactly
+once, even if it is down when the deletion happens.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from indexer import store, view_rebuild
 from indexer.errors import translate_sqlite_errors
@@ -14,11 +20,22 @@ __all__ = [
     "delete_quarantine_before",
     "delete_session_rows",
     "expire_before",
+    "log_purge",
 ]
 
 _guard = translate_sqlite_errors
 # Tables keyed by session id that retention clears for a session wholly past the cutoff.
 _RETENTION_TABLES = ("sessions", "agents", "agent_aliases", "dirty_views")
+# AUTOINCREMENT: a sequence number is never reused, even once the rows below it are trimmed.
+# `max_entry_id` is the largest entry id left after the deletion: ids above it may be given
+# again to new entries (a rowid table reuses the ids of deleted top rows).
+_PURGE_LOG = (
+    "CREATE TABLE IF NOT EXISTS purge_log(seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " kind TEXT NOT NULL, session_id TEXT NOT NULL, before_ns INTEGER NOT NULL,"
+    " max_entry_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL)"
+)
+# The log keeps this many deletions; a consumer that falls further behind copies afresh.
+PURGE_LOG_KEEP = 10_000
 
 
 @_guard("entries")
@@ -42,7 +59,26 @@ def delete_session_rows(
     for table in tables:
         if table in existing:
             count += conn.execute(f"DELETE FROM {table} WHERE session_id=?", (session_id,)).rowcount
+    if count and "entries" in tables:
+        log_purge(conn, "session", session_id=session_id)
     return count
+
+
+def log_purge(
+    conn: sqlite3.Connection, kind: str, *, session_id: str = "", before_ns: int = 0
+) -> None:
+    """Record a deletion just made in the caller's transaction: a whole session ("session")
+    or every entry older than `before_ns` with the sessions wholly older ("before")."""
+    conn.execute(_PURGE_LOG)
+    conn.execute(
+        "INSERT INTO purge_log(kind, session_id, before_ns, max_entry_id, ts_ns)"
+        " VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM entries), ?)",
+        (kind, session_id, before_ns, time.time_ns()),
+    )
+    conn.execute(
+        "DELETE FROM purge_log WHERE seq <= (SELECT max(seq) FROM purge_log) - ?",
+        (PURGE_LOG_KEEP,),
+    )
 
 
 def session_has_rows(
@@ -90,6 +126,7 @@ def expire_before(
             for sid in gone:
                 delete_session_rows(conn, sid)
             if entries or gone:
+                log_purge(conn, "before", before_ns=cutoff_ns)
                 view_rebuild.request(conn)
         if entries or gone:
             with store.transaction(conn):

@@ -108,6 +108,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             # A larger page cache than the 2 MB default keeps the unique indexes' hot pages.
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             _migrate(conn)
+            _ensure_index_id(conn)
             replace_old_tool_index(conn)  # an index from an older ctxd
             search_index.ensure(conn)  # an older index gains its search index (backfilled)
         else:
@@ -132,6 +133,14 @@ def _migrate(conn: sqlite3.Connection) -> None:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def _ensure_index_id(conn: sqlite3.Connection) -> None:
+    # A random id per index file: a consumer that copies entries elsewhere by id (the team
+    # store) tells a rebuilt or replaced index, whose ids start again at 1, from its source.
+    conn.execute(
+        "INSERT OR IGNORE INTO meta(key, value) VALUES ('index_id', lower(hex(randomblob(16))))"
+    )
 
 
 def _check_version(conn: sqlite3.Connection, path: Path) -> None:
