@@ -381,9 +381,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _start_jobs(daemon: Daemon) -> None:
-    """Start the session listeners (todos, resume states, retention) and the scheduled jobs."""
+    """Start the session listeners (todos, resume states, retention), the scheduled jobs and,
+    when a team database is configured, shipping to it."""
     from summarizer.daemon.jobs import start_jobs
     from summarizer.daemon.session_jobs import attach
+    from summarizer.daemon.team_job import start_team_shipping
 
     attach(daemon)
     start_jobs(daemon)
+    start_team_shipping(daemon)
