@@ -206,4 +206,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
         f"forgot {len(report.sessions)} sessions: {report.rows} index rows and "
         f"{len(report.spool.segments_deleted)} spool segments deleted" + (note if kept else "")
     )
+    from summarizer.cli.team import ship_deletions
+
+    team = ship_deletions(paths)  # the team store's copy goes too ("" without one)
+    if team:
+        print(team)
     return 0
