@@ -136,10 +136,11 @@ def _update_session(
 def _write_startup_memory(paths: StatePaths, config: Config, state: ResumeState) -> None:
     # Only the most recently active session's open work is "what is open now" for a new one.
     from summarizer.common.tokens import get_counter
-    from summarizer.resume.startup import render_startup, write_startup
+    from summarizer.resume.startup import read_team_notes, render_startup, write_startup
 
     counter = get_counter(config.summarizer.encoding)
-    write_startup(paths, render_startup(state, counter.count))
+    team = read_team_notes(paths, config)  # `[team] startup`: the team's part of the budget
+    write_startup(paths, render_startup(state, counter.count, team=team))
 
 
 def write_resume(paths: StatePaths, state: ResumeState, context: str) -> bool:
