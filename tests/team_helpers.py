@@ -33,10 +33,13 @@ def write_config(paths: StatePaths, dsn: str, project: str = "proj-a", **team: A
     paths.config.write_text("[team]\n" + "\n".join(lines) + "\n")
 
 
-def spool_events(paths: StatePaths, n: int, seed: int, *, first: int = 0) -> None:
-    """Append events `first`..`n` of a corpus-shaped spool (seeded) to the spool."""
+def spool_events(
+    paths: StatePaths, n: int, seed: int, *, first: int = 0, total: int | None = None
+) -> None:
+    """Append events `first`..`n` of a corpus-shaped spool of `total` events (default `n`;
+    the same `total` and seed give the same events) to the spool."""
     paths.ensure()
-    for segment, line in generate(n, seed).lines[first:]:
+    for segment, line in generate(total or n, seed).lines[first:n]:
         with open(paths.spool / segment, "ab") as f:
             f.write(line)
 

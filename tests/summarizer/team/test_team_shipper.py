@@ -196,7 +196,9 @@ def test_ids_given_again_after_the_newest_session_is_forgotten_are_shipped(
 
 
 def test_a_replaced_index_is_shipped_again_whole(tmp_path: Path, dsn: str) -> None:
-    paths = indexed(tmp_path / "a", 600, seed=8)
+    paths = StatePaths(tmp_path / "a")
+    spool_events(paths, 600, seed=8, total=800)
+    catch_up(paths, Config())
     shipper = _ship(paths, dsn)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{paths.index_db}{suffix}").unlink(missing_ok=True)
@@ -205,5 +207,5 @@ def test_a_replaced_index_is_shipped_again_whole(tmp_path: Path, dsn: str) -> No
     again = Shipper(paths, team_config(batch_rows=300), dsn)
     report = again.ship()
     again.close()
-    assert report.resets == 1
+    assert report.resets == 1 and local_digest(paths)[0] == 800
     assert team_digest(dsn, shipper.who.machine_id) == local_digest(paths)
