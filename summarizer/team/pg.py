@@ -51,8 +51,10 @@ def connect(dsn: str, timeout_s: float, *, autocommit: bool = False) -> Any:
             connect_timeout=max(1, math.ceil(timeout_s)),
             application_name="ctxd",
             autocommit=autocommit,
+            # Notices ("word is too long to be indexed") would flood the log.
             options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}"
-            f" -c idle_in_transaction_session_timeout={STATEMENT_TIMEOUT_MS}",
+            f" -c idle_in_transaction_session_timeout={STATEMENT_TIMEOUT_MS}"
+            " -c client_min_messages=warning",
         )
     return conn
 

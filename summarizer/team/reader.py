@@ -143,12 +143,15 @@ def search(
         if not filters.kinds or not set(filters.kinds) <= MEMORY_KINDS:
             kinds = [k for k in filters.kinds if k not in MEMORY_KINDS]
             entry_where = where + (" AND kind = ANY(%s)" if kinds else "")
+            # Ranked after the window is cut: ranking in the same query ranked every match
+            # before the sort kept the newest (thousands of matches: most of the time).
             ranked += conn.execute(
                 "SELECT machine_id, entry_id, kind, '', session_id, agent_id, ts_ns,"
-                " ts_rank(search, q) FROM ctxd.entries, to_tsquery('simple', %s) q"
-                f" WHERE project = %s AND search @@ q{entry_where}"
-                " ORDER BY ts_ns DESC LIMIT %s",
-                [tsquery, project, *args, *([kinds] if kinds else []), WINDOW],
+                " ts_rank(search, to_tsquery('simple', %s)) FROM (SELECT machine_id, entry_id,"
+                " kind, session_id, agent_id, ts_ns, search FROM ctxd.entries"
+                f" WHERE project = %s AND search @@ to_tsquery('simple', %s){entry_where}"
+                " ORDER BY ts_ns DESC LIMIT %s) recent",
+                [tsquery, project, tsquery, *args, *([kinds] if kinds else []), WINDOW],
             ).fetchall()
 
         def score(row: tuple[Any, ...]) -> float:
@@ -220,31 +223,44 @@ def _details(conn: Any, best: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], tu
 
 def snippet(body: str, phrases: list[tuple[list[str], bool]], mark: tuple[str, str]) -> str:
     """About 16 words of `body` around its first match, the words of whole phrase matches
-    marked, `…` where cut (as local search's snippets read; pure)."""
-    tokens = list(_TOKEN.finditer(body))
+    marked, `…` where cut (as local search's snippets read; pure).
+
+    The body is read only up to the end of the window: a hit's text can be 16,000 characters.
+    """
+    plans = [([w.lower() for w in words], prefix) for words, prefix in phrases]
+    tokens: list[re.Match[str]] = []
+    lowered: list[str] = []
+    marked: set[int] = set()
+    first = -1
+    exhausted = True
+    for match in _TOKEN.finditer(body):
+        if first >= 0 and len(tokens) > first + _SNIPPET_TOKENS:
+            exhausted = False
+            break
+        tokens.append(match)
+        word = match.group().lower()
+        lowered.append(word)
+        end = len(tokens)
+        for words, prefix in plans:  # the phrases that end at this word
+            begin = end - len(words)
+            if begin < 0 or not (word.startswith(words[-1]) if prefix else word == words[-1]):
+                continue
+            if lowered[begin : end - 1] == words[:-1]:
+                marked.update(range(begin, end))
+                first = begin if first < 0 else first
     if not tokens:
         return body[:200]
-    words = [t.group().lower() for t in tokens]
-    marked: set[int] = set()
-    for phrase, prefix in phrases:
-        want = [w.lower() for w in phrase]
-        for i in range(len(words) - len(want) + 1):
-            if all(
-                words[i + j] == w or (prefix and j == len(want) - 1 and words[i + j].startswith(w))
-                for j, w in enumerate(want)
-            ):
-                marked.update(range(i, i + len(want)))
-    first = min(marked, default=0)
+    first = max(first, 0)
     start = max(0, min(first - 2, len(tokens) - _SNIPPET_TOKENS))
-    end = min(len(tokens), start + _SNIPPET_TOKENS)
+    stop = min(len(tokens), start + _SNIPPET_TOKENS)
     out = ["…" if start else ""]
     pos = tokens[start].start()
-    for i in range(start, end):
+    for i in range(start, stop):
         t = tokens[i]
         out.append(body[pos : t.start()])
         out.append(f"{mark[0]}{t.group()}{mark[1]}" if i in marked else t.group())
         pos = t.end()
-    out.append("…" if end < len(tokens) else body[pos:].rstrip())
+    out.append("…" if stop < len(tokens) or not exhausted else body[pos:].rstrip())
     return "".join(out)
 
 
