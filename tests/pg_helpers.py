@@ -47,6 +47,7 @@ class PgCluster:
             entry = pwd.getpwnam(self.as_user)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
         self.superuser = "postgres"
+        self.durable = False
 
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = list(args)
@@ -61,9 +62,11 @@ class PgCluster:
         )  # fmt: skip
 
     def start(self) -> None:
-        # fsync off: a test cluster needs no durability against power loss; a stop in
-        # "immediate" mode (a crash for the server) still recovers from its WAL.
-        options = f"-k {self.root} -c listen_addresses='' -c fsync=off -c max_connections=60"
+        # fsync off (unless `durable`, as the bench sets it): a test cluster needs no
+        # durability against power loss; an "immediate" stop (a crash for the server) still
+        # recovers from its WAL.
+        fsync = "on" if self.durable else "off"
+        options = f"-k {self.root} -c listen_addresses='' -c fsync={fsync} -c max_connections=60"
         self._run(self.pg_ctl, "-D", str(self.data), "-l", str(self.log), "-w", "-o", options, "start")
 
     def stop(self, mode: str = "fast") -> None:

@@ -60,6 +60,8 @@ _PROJECTS = (
     " ON r.rolname = d.role_name WHERE pg_has_role(r.oid, 'MEMBER'))"
 )
 _DATA_TABLES = ("machines", "entries", "sessions", "agents", "memory")
+# Rows per arrival block of the search index (entries.seq / BLOCK).
+BLOCK = 4096
 
 
 def _policies() -> list[str]:
@@ -102,9 +104,13 @@ _V1 = [
         files text NOT NULL, text text NOT NULL, cwd text NOT NULL, command text NOT NULL,
         search tsvector GENERATED ALWAYS AS
             (CASE WHEN kind <> '' THEN {_TSV_ENTRY} END) STORED,
+        seq bigint GENERATED ALWAYS AS IDENTITY,
         PRIMARY KEY (machine_id, entry_id))""",
-    "CREATE INDEX entries_search ON ctxd.entries USING gin (search)",
-    "CREATE INDEX entries_recent ON ctxd.entries (project, ts_ns)",
+    # The search index also holds each row's arrival block (seq / 4096): a search looks in the
+    # newest blocks first, so the words and the blocks intersect inside the index (see
+    # summarizer/team/reader.py). Its `{int8}` comes from btree_gin.
+    f"CREATE INDEX entries_search ON ctxd.entries USING gin ((seq / {BLOCK}) {{int8}}, search)",
+    "CREATE INDEX entries_newest ON ctxd.entries (project, seq)",
     "CREATE INDEX entries_session ON ctxd.entries (machine_id, session_id)",
     "CREATE INDEX entries_files ON ctxd.entries USING gin (files {trgm}) WHERE files <> ''",
     "CREATE INDEX entries_command ON ctxd.entries USING gin (command {trgm}) WHERE command <> ''",
@@ -195,9 +201,10 @@ def migrate(conn: Any) -> tuple[int, list[int]]:
                 )
             if current >= version:
                 continue
-            trgm = _trigram_ops(conn)
+            trgm = _operator_class(conn, "pg_trgm", "gin_trgm_ops")
+            int8 = _operator_class(conn, "btree_gin", "int8_ops")
             for statement in MIGRATIONS[version]:
-                conn.execute(statement.replace("{trgm}", trgm))
+                conn.execute(statement.replace("{trgm}", trgm).replace("{int8}", int8))
             conn.execute("INSERT INTO ctxd.schema_migrations(version) VALUES (%s)", (version,))
             applied.append(version)
     return schema_version(conn), applied
@@ -214,23 +221,25 @@ def _locked_version(conn: Any) -> int:
     return int(row[0])
 
 
-def _trigram_ops(conn: Any) -> str:
-    """The trigram operator class, qualified by the schema pg_trgm lives in (installed into
-    `ctxd` when missing: a trusted extension, the database owner may install it)."""
+def _operator_class(conn: Any, extension: str, name: str) -> str:
+    """An operator class of an extension, qualified by the schema the extension lives in
+    (installed into `ctxd` when missing: pg_trgm and btree_gin are trusted extensions, which
+    the database owner may install)."""
     pg = driver()
     found = conn.execute(
         "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
-        " WHERE e.extname = 'pg_trgm'"
+        " WHERE e.extname = %s",
+        (extension,),
     ).fetchone()
     if found is None:
         try:
             with conn.transaction():  # a savepoint: a refusal leaves the migration usable
-                conn.execute(f"CREATE EXTENSION pg_trgm SCHEMA {SCHEMA}")
+                conn.execute(f"CREATE EXTENSION {extension} SCHEMA {SCHEMA}")
         except pg.errors.InsufficientPrivilege as e:
             raise TeamPermissionError(
-                "the pg_trgm extension is missing and this role may not create it; ask a "
-                "database administrator to run `CREATE EXTENSION pg_trgm`, then run "
+                f"the {extension} extension is missing and this role may not create it; ask a "
+                f"database administrator to run `CREATE EXTENSION {extension}`, then run "
                 "`ctxd team init` again"
             ) from e
-        return f"{SCHEMA}.gin_trgm_ops"
-    return f'"{found[0]}".gin_trgm_ops'
+        return f"{SCHEMA}.{name}"
+    return f'"{found[0]}".{name}'

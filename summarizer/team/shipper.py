@@ -362,10 +362,10 @@ class Shipper:
             try:
                 check_schema(pg)
                 with translate_errors("preparing the shipping tables"):
-                    for table in _SHIPPED:
+                    for table, (columns, _key, _update) in _SHIPPED.items():
                         pg.execute(
-                            f"CREATE TEMP TABLE IF NOT EXISTS ship_{table}"
-                            f" (LIKE ctxd.{table}) ON COMMIT DELETE ROWS"
+                            f"CREATE TEMP TABLE IF NOT EXISTS ship_{table} ON COMMIT DELETE ROWS"
+                            f" AS SELECT {', '.join(columns)} FROM ctxd.{table} WITH NO DATA"
                         )
             except BaseException:
                 pg.close()

@@ -174,3 +174,28 @@ def test_snippets_mark_whole_phrase_matches(
 
 def test_the_config_user_names_the_rows() -> None:
     assert team_config(user="carol").team.user == "carol"
+
+
+def test_the_window_is_the_newest_matches_however_many_blocks(tmp_path: Path, team_dsn: str) -> None:
+    # 9,000 entries fill three arrival blocks: the parts of the search must give exactly what
+    # one plain "newest matches first" query gives, for common and rare words alike.
+    from team_helpers import indexed
+
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        migrate(conn)
+    paths = indexed(tmp_path / "big", 9000, seed=51)
+    shipper = Shipper(paths, team_config("proj-big"), team_dsn)
+    shipper.ship()
+    shipper.close()
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT max(seq) / 4096 FROM ctxd.entries").fetchone()[0] >= 2
+        for text in ("cache", "migration schema", "tests/test_cache.py", "worker*", "AgentId worker 1"):
+            tsquery = reader.to_tsquery(text)
+            got = [(r[0], r[1]) for r in reader._newest_matches(conn, "proj-big", tsquery, "", [])]
+            plain = conn.execute(
+                "SELECT machine_id, entry_id FROM ctxd.entries WHERE project = 'proj-big'"
+                " AND search @@ to_tsquery('simple', %s) ORDER BY seq DESC LIMIT %s",
+                (tsquery, reader.WINDOW),
+            ).fetchall()
+            assert got == [tuple(r) for r in plain], text
+            assert got, text
