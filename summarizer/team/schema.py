@@ -106,10 +106,12 @@ _V1 = [
             (CASE WHEN kind <> '' THEN {_TSV_ENTRY} END) STORED,
         seq bigint GENERATED ALWAYS AS IDENTITY,
         PRIMARY KEY (machine_id, entry_id))""",
-    # The search index also holds each row's arrival block (seq / 4096): a search looks in the
-    # newest blocks first, so the words and the blocks intersect inside the index (see
-    # summarizer/team/reader.py). Its `{int8}` comes from btree_gin.
-    f"CREATE INDEX entries_search ON ctxd.entries USING gin ((seq / {BLOCK}) {{int8}}, search)",
+    # The search index also holds each row's arrival block (seq / 4096), kind and agent (as
+    # local search's index holds its tags): a search looks in the newest blocks first, and
+    # words, blocks and filters intersect inside the index (see summarizer/team/reader.py).
+    # `{int8}` and `{text}` come from btree_gin.
+    f"CREATE INDEX entries_search ON ctxd.entries USING gin ((seq / {BLOCK}) {{int8}},"
+    " kind {text}, agent_id {text}, search)",
     "CREATE INDEX entries_newest ON ctxd.entries (project, seq)",
     "CREATE INDEX entries_session ON ctxd.entries (machine_id, session_id)",
     "CREATE INDEX entries_files ON ctxd.entries USING gin (files {trgm}) WHERE files <> ''",
@@ -201,13 +203,23 @@ def migrate(conn: Any) -> tuple[int, list[int]]:
                 )
             if current >= version:
                 continue
-            trgm = _operator_class(conn, "pg_trgm", "gin_trgm_ops")
-            int8 = _operator_class(conn, "btree_gin", "int8_ops")
+            classes = {
+                "{trgm}": _operator_class(conn, "pg_trgm", "gin_trgm_ops"),
+                "{int8}": _operator_class(conn, "btree_gin", "int8_ops"),
+                "{text}": _operator_class(conn, "btree_gin", "text_ops"),
+            }
             for statement in MIGRATIONS[version]:
-                conn.execute(statement.replace("{trgm}", trgm).replace("{int8}", int8))
+                conn.execute(_qualified(statement, classes))
             conn.execute("INSERT INTO ctxd.schema_migrations(version) VALUES (%s)", (version,))
             applied.append(version)
     return schema_version(conn), applied
+
+
+def _qualified(statement: str, classes: dict[str, str]) -> str:
+    """`statement` with each `{name}` placeholder replaced by its qualified operator class."""
+    for name, qualified in classes.items():
+        statement = statement.replace(name, qualified)
+    return statement
 
 
 def _locked_version(conn: Any) -> int:
