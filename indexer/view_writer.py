@@ -14,7 +14,7 @@ import msgspec
 
 from indexer import safefs, store
 from indexer.errors import StateDirError
-from indexer.fileio import write_all, write_atomic
+from indexer.fileio import lines_backwards, write_all, write_atomic
 from indexer.models import Entry, ViewLine
 from indexer.paths import FILE_MODE, StatePaths, check_session_id, is_valid_view_name
 from indexer.store import StoredEntry
@@ -251,23 +251,29 @@ def refuse_symlink(path: Path, error: Exception) -> None:
 
 
 def last_seq_of_fd(fd: int) -> int:
-    """last_seq on an open (read-write) file descriptor."""
+    """The `seq` of the last line that parses in an open (read-write) view; a torn tail left
+    by a crash mid-append is cut off first, and corrupt lines are passed over (0: none)."""
     size = os.fstat(fd).st_size
-    block = 4096
-    while size:
-        start = max(0, size - block)
-        data = os.pread(fd, size - start, start)
-        end = data.rfind(b"\n")
-        if end + 1 != len(data) and (end >= 0 or start == 0):
-            size = start + end + 1  # a torn tail from a crash mid-append: cut it off
-            os.ftruncate(fd, size)
-            continue
-        prev = data.rfind(b"\n", 0, max(end, 0))
-        if prev < 0 and start > 0:
-            block *= 4  # the last line is longer than the block
-            continue
+    end = _after_last_newline(fd, size)
+    if end != size:
+        os.ftruncate(fd, end)
+    for line in lines_backwards(fd, end):
         try:
-            return _SEQ.decode(data[prev + 1 : end]).seq
+            seq = _SEQ.decode(line).seq
         except (msgspec.DecodeError, ValueError):
-            return 0
+            continue
+        if seq > 0:
+            return seq
+    return 0
+
+
+def _after_last_newline(fd: int, size: int) -> int:
+    """The offset just after the last b"\\n" of a file `size` bytes long (0 if none)."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - 4096)
+        found = os.pread(fd, pos - start, start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        pos = start
     return 0

@@ -325,6 +325,29 @@ def test_view_truncated_mid_line_with_uncommitted_bookkeeping_is_repaired(tmp_pa
     assert on_disk(paths) == expected
 
 
+def test_a_corrupt_last_view_line_is_passed_over_when_catching_up(tmp_path: Path) -> None:
+    # Bookkeeping rolled back by a kill (`views_upto` behind the files), and a line that is
+    # not a view line at the end of a view: its last line that parses says where it stands.
+    paths = make_state(tmp_path)
+    spool(paths, *one_agent_session())
+    ingest(paths)
+    expected = render(paths)
+    main = paths.sessions / SESSION / "main.jsonl"
+    with main.open("ab") as f:
+        f.write(b'{"event":"tool_use","se\n')
+    conn = store.connect(paths.index_db)
+    try:
+        with store.transaction(conn):
+            store.set_meta(conn, "views_upto", "2")
+    finally:
+        conn.close()
+    ingest(paths)
+    assert main.read_bytes() == expected[main] + b'{"event":"tool_use","se\n'
+    assert {p: b for p, b in on_disk(paths).items() if p != main} == {
+        p: b for p, b in expected.items() if p != main
+    }
+
+
 def test_deleted_views_are_regenerated_identically_by_ctxd_rebuild(tmp_path: Path) -> None:
     paths = make_state(tmp_path)
     spool(paths, *one_agent_session())
