@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from indexer import lines_backwards
 from indexer.errors import CtxdError
-from indexer.fileio import lines_backwards
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
 from indexer.query import connect_readonly, count_agent_entries, index_is_current
 from summarizer.cli.read_target import resolve_read_target
