@@ -38,6 +38,12 @@ def lines_backwards(fd: int, end: int) -> Iterator[bytes]:
 
     A last line without its b"\\n" (still being written, or torn by a crash) is no line yet.
     """
+    for _, line in lines_backwards_at(fd, end):
+        yield line
+
+
+def lines_backwards_at(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """`lines_backwards`, each line with the offset where it starts."""
     pos = end
     block = FIRST_BLOCK
     rest = b""  # the start of the earliest line read so far (its beginning not read yet)
@@ -54,5 +60,9 @@ def lines_backwards(fd: int, end: int) -> Iterator[bytes]:
                 continue
             data, ended = data[:last], True
         pieces = data.split(b"\n")
+        # Offsets from the end of `data`: each piece ends where the next one starts, less 1.
+        at = start + len(data) + 1
+        for i in range(len(pieces) - 1, 0 if pos > 0 else -1, -1):
+            at -= len(pieces[i]) + 1
+            yield at, pieces[i]
         rest = pieces[0] if pos > 0 else b""
-        yield from reversed(pieces if pos == 0 else pieces[1:])
