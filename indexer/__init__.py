@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         StateDirError,
         translate_sqlite_errors,
     )
-    from indexer.fileio import sweep_temp_files, write_atomic
+    from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
     from indexer.hook import HOOK_FAILURES, failure_count
     from indexer.ingest_lines import IngestStats
     from indexer.lineguard import INT64_MAX
@@ -83,6 +83,7 @@ _EXPORTS = {
     "failure_count": "indexer.hook",
     "write_atomic": "indexer.fileio",
     "sweep_temp_files": "indexer.fileio",
+    "lines_backwards": "indexer.fileio",
     "iso_utc": "indexer.view_writer",
     "rebuild_all": "indexer.views",
     "AGENT_TOOLS": "indexer.normalize",
@@ -151,6 +152,7 @@ __all__ = [
     "is_segment_name",
     "iso_utc",
     "lag",
+    "lines_backwards",
     "load_config",
     "lock_is_held",
     "malloc_trim",
