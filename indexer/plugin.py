@@ -28,8 +28,14 @@ _PLACES = (
 # Under the hooks' own timeouts (SessionStart 10 s, the others 5 s).
 _TIMEOUTS_S = {"SessionStart": 9.0}
 _TIMEOUT_S = 4.0
+# Given its packages' folder, the installed interpreter starts without site (-S), which costs
+# more than the interpreter's own start: the hook loads site itself for the events that need
+# third-party packages (hook._importable_summarizer), not for SubagentStart, which waits.
 _RESPOND = (
-    "import sys\nfrom indexer.hook import respond\nrespond(sys.stdin.buffer.read(), sys.argv[1])\n"
+    "import sys\n"
+    "sys.path.extend(sys.argv[2:])\n"
+    "from indexer.hook import respond\n"
+    "respond(sys.stdin.buffer.read(), sys.argv[1])\n"
 )
 
 
@@ -92,9 +98,11 @@ def respond(payload: bytes, base: str, kind: str) -> None:
 
 def _delegate(python: str, payload: bytes, base: str, timeout_s: float) -> str:
     """Run `indexer.hook.respond` in the installed ctxd's environment; its output, or ""."""
+    packages = _packages_of(python)
+    argv = [python, "-I", "-S", "-c", _RESPOND, base, packages] if packages else []
     try:
         done = subprocess.run(
-            [python, "-I", "-c", _RESPOND, base],
+            argv or [python, "-I", "-c", _RESPOND, base],
             input=payload,
             capture_output=True,
             timeout=timeout_s,
@@ -103,6 +111,21 @@ def _delegate(python: str, payload: bytes, base: str, timeout_s: float) -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
+
+
+def _packages_of(python: str) -> str:
+    """The site-packages folder of the venv `python` belongs to, when ctxd is installed in it
+    (an editable install's packages only site finds); else ""."""
+    lib = os.path.join(os.path.dirname(os.path.dirname(python)), "lib")
+    try:
+        versions = [name for name in os.listdir(lib) if name.startswith("python3")]
+    except OSError:
+        return ""
+    for version in versions:
+        packages = os.path.join(lib, version, "site-packages")
+        if os.path.isfile(os.path.join(packages, "indexer", "hook.py")):
+            return packages
+    return ""
 
 
 def ignore_in_git(base: str) -> None:

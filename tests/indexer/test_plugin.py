@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, clean_env, payload
+from helpers import REPO, clean_env, payload, run_hook
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -252,6 +252,40 @@ def test_subagent_handoff_runs_in_the_installed_command(tmp_path: Path) -> None:
     done = _hook(root, project, start, path)
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith(account.strip()[:60])
+
+
+def test_an_installed_command_is_started_without_site_when_its_packages_are_known(
+    tmp_path: Path,
+) -> None:
+    # A venv as pip leaves it (not editable): bin/python, bin/ctxd, site-packages/indexer. Site
+    # of this python would not find these packages: the handoff printed proves the path given.
+    venv = Path(plugin.CTXD_VENV.replace("~", str(tmp_path / "home")))
+    packages = venv / "lib" / f"python3.{sys.version_info.minor}" / "site-packages"
+    packages.mkdir(parents=True)
+    for name in ("indexer", "summarizer"):
+        (packages / name).symlink_to(REPO / name)
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    for name in ("ctxd", "ctxd-hook"):
+        (venv / "bin" / name).write_text(f"#!{venv / 'bin' / 'python'}\n")
+        (venv / "bin" / name).chmod(0o755)
+    assert plugin._packages_of(str(venv / "bin" / "python")) == str(packages)
+    root = _plugin_copy(tmp_path)
+    project = _project(tmp_path)
+    # arch-001 ran before, and an Agent call names it again (recorded as `ctxd init` does).
+    events = demo_session(str(project))
+    stop = next(i for i, e in enumerate(events) if e["hook_event_name"] == "SubagentStop")
+    call = payload(session_id="s-6", hook_event_name="PreToolUse", tool_name="Agent",
+                   tool_use_id="toolu_8", tool_input={"description": "d", "subagent_type": "Plan",
+                   "prompt": "AgentId: arch-001\nAgain."})  # fmt: skip
+    env = clean_env(CTXD_HOME=str(project / ".ctxd"))
+    for data in [json.dumps(e).encode() for e in events[: stop + 1]] + [call]:
+        assert run_hook(data, env).returncode == 0
+    start = payload(session_id="s-6", hook_event_name="SubagentStart", agent_id="a00000000000008f",
+                    agent_type="Plan")  # fmt: skip
+    done = _hook(root, project, start, _bin(tmp_path, with_ctxd=False))
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "stream rows with the stdlib csv module" in context
 
 
 # What plugin 0.1.0 (a copy of the whole checkout) runs in the installed ctxd's interpreter.
