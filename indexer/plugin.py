@@ -148,8 +148,10 @@ def ignore_in_git(base: str) -> None:
 def install_source(root: str) -> str:
     """Where the `ctxd` command installs from, for the plugin in folder `root`: the checkout
     it lives in, else the repository its marketplace was added from; "" if unknown."""
+    if not root:
+        return ""
     root = os.path.abspath(root)
-    if os.path.isfile(os.path.join(os.path.dirname(root), "pyproject.toml")):
+    if _is_ctxd_checkout(os.path.dirname(root)):
         return os.path.dirname(root)  # a marketplace added from a folder runs it in place
     # Else a copy in Claude Code's cache, <config>/plugins/cache/<marketplace>/<plugin>/<version>,
     # taken from the clone of the repository that known_marketplaces.json names.
@@ -171,6 +173,14 @@ def install_source(root: str) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         return ""
     return f"git+{url}" + (f"@{ref}" if isinstance(ref, str) and ref else "")
+
+
+def _is_ctxd_checkout(folder: str) -> bool:
+    try:
+        with open(os.path.join(folder, "pyproject.toml"), "rb") as f:
+            return b'name = "ctxd-claude"' in f.read(4096)
+    except OSError:
+        return False
 
 
 def install_command(source: str) -> str:
