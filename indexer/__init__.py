@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
+    from indexer.plugin import CTXD_VENV, installed_ctxd
     from indexer.redact import redact_text
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
     from indexer.secret_scan import find_secrets
@@ -113,10 +114,13 @@ _EXPORTS = {
     "LARGE_PASS_LINES": "indexer.release",
     "unread_bytes": "indexer.spool_changes",
     "WRITER_CACHE_KIB": "indexer.store",
+    "CTXD_VENV": "indexer.plugin",
+    "installed_ctxd": "indexer.plugin",
 }
 
 __all__ = [
     "AGENT_TOOLS",
+    "CTXD_VENV",
     "EDIT_TOOLS",
     "HOOK_FAILURES",
     "INT64_MAX",
@@ -148,6 +152,7 @@ __all__ = [
     "flock_within",
     "git_root",
     "has_unread",
+    "installed_ctxd",
     "is_locked",
     "is_segment_name",
     "iso_utc",
