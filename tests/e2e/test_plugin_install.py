@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -26,7 +25,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from claude_standin import Plan, Standin, serve, text, tool
-from helpers import REPO, clean_env
+from helpers import checkout_copy, clean_env
 from installed import BUILD_REQUIREMENTS, fill_wheelhouse, offline_pip_env
 from test_real_client import _claude, _copies, _run
 from test_real_client_handoff import HANDOFF, OUTCOME, _first_request
@@ -54,19 +53,7 @@ INSTALL = re.compile(r"installs with `([^`]+)`")
 def _market(dest: Path, *, leftovers: bool) -> Path:
     """The files a clone of this checkout has (links kept as links, as git keeps them); with
     `leftovers`, also what the README's first command and a build leave in a checkout."""
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for rel in filter(None, files):
-        src, target = REPO / os.fsdecode(rel), dest / os.fsdecode(rel)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            target.symlink_to(os.readlink(src))
-        elif src.is_file():
-            shutil.copy2(src, target)
+    checkout_copy(dest)
     if leftovers:
         for junk in (
             ".venv/bin/python3",
