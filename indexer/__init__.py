@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         prune_quarantine,
         prune_spool,
     )
+    from indexer.spool_rewrite import rewrite_segment, session_of
     from indexer.statedir import git_root
     from indexer.store import WRITER_CACHE_KIB, StoredEntry
     from indexer.view_writer import iso_utc
@@ -98,6 +99,8 @@ _EXPORTS = {
     "delete_segment": "indexer.spool_retention",
     "prune_quarantine": "indexer.spool_retention",
     "prune_spool": "indexer.spool_retention",
+    "rewrite_segment": "indexer.spool_rewrite",
+    "session_of": "indexer.spool_rewrite",
     "SpoolSnapshot": "indexer.spool_changes",
     "has_unread": "indexer.spool_changes",
     "snapshot": "indexer.spool_changes",
@@ -163,6 +166,8 @@ __all__ = [
     "redact_text",
     "release_memory",
     "resolve_state_paths",
+    "rewrite_segment",
+    "session_of",
     "snapshot",
     "sweep_temp_files",
     "translate_sqlite_errors",

@@ -21,6 +21,7 @@ from indexer.paths import StatePaths
 from indexer.readonly import complete_size, spool_lag, spool_sizes
 from indexer.release import LARGE_PASS_LINES, release_memory
 from indexer.spool_retention import prune_quarantine, prune_spool, retention_due
+from indexer.tailer import FileState
 
 log = logging.getLogger("ctxd.writer")
 
@@ -112,6 +113,14 @@ class IndexWriter:
         if stats.lines >= LARGE_PASS_LINES:
             release_memory(self.conn)
         return stats
+
+    def pass_file(self, name: str) -> FileState | None:
+        """One ingest pass over the spool segment `name` alone, with its views; how far the
+        index has read that segment now (None if it is not tracked)."""
+        stats = self.ingestor.run_file(name)
+        if stats.inserted or stats.anomalies:
+            self._write_views(stats)
+        return store.active_files(self.conn).get(name)
 
     def _write_views(self, batch: IngestStats) -> None:
         with store.transaction(self.conn):
