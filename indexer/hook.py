@@ -166,8 +166,9 @@ def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) 
     return append_event(payload, state_dir(environ, cwd))
 
 
-def append_event(payload: bytes, base: str) -> str:
-    """Spool one payload under the state directory `base` (see `run`).
+def append_event(payload: bytes, base: str, ts_ns: int = 0) -> str:
+    """Spool one payload under the state directory `base` (see `run`), stamped `ts_ns`
+    (now if 0).
 
     No symlink is followed: the state directory and its spool are opened with O_NOFOLLOW
     and the segment relative to the spool's descriptor; a state directory that is a symlink,
@@ -184,7 +185,7 @@ def append_event(payload: bytes, base: str) -> str:
     finally:
         os.close(base_fd)
     try:
-        ts_ns = time.time_ns()
+        ts_ns = ts_ns or time.time_ns()
         name = segment_name(ts_ns)
         append_at(spool_fd, name, build_line(payload, ts_ns, os.getpid()))
     finally:
@@ -263,6 +264,20 @@ def _session_start(payload: bytes, base: str) -> None:
     if text:
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+def _record_compaction(payload: bytes, base: str, ts_ns: int) -> None:
+    # PreCompact, once spooled: the session's own record that a compaction starts (which the
+    # SessionStart(compact) after it reads), written before the build is started.
+    if _PRE_COMPACT_MARK not in payload[:4096].replace(b" ", b""):
+        return
+    try:
+        _importable_summarizer(site_packages=False)  # the compaction waits: stdlib only
+        from summarizer.resume.hook import record_compaction
+
+        record_compaction(payload, base, ts_ns)
+    except Exception:
+        pass
 
 
 def _prebuild(payload: bytes, base: str) -> None:
@@ -350,8 +365,10 @@ def main() -> int:
             cwd = "/"
         base = state_dir(environ, cwd)
         safe = True
+        ts_ns = time.time_ns()
+        spooled = False
         try:
-            append_event(payload, base)
+            spooled = bool(append_event(payload, base, ts_ns))
         except UnsafeStateDir:
             safe = False  # nothing is read from or written through an unsafe state dir
         except Exception:
@@ -362,6 +379,8 @@ def main() -> int:
         if safe and b"SessionStart" in head:
             _session_start(payload, base)
         elif safe and b"PreCompact" in head:
+            if spooled:
+                _record_compaction(payload, base, ts_ns)
             _prebuild(payload, base)  # the build starts now, not when the compaction is over
         elif safe and (b"Subagent" in head or b"PreToolUse" in head or b"Agent" in head):
             _handoff(payload, base)
