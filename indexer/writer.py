@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer import safefs, store, views
+from indexer.cli_queries import spool_behind
 from indexer.config import Config, load_config
 from indexer.errors import IndexBusyError, StateDirError, translate_sqlite_errors
 from indexer.fileio import sweep_temp_files
 from indexer.ingest import Ingestor, IngestStats
 from indexer.locks import flock_within, lock_is_held
 from indexer.paths import StatePaths
-from indexer.readonly import complete_size, spool_lag, spool_sizes
+from indexer.readonly import complete_size, spool_lag, spool_sizes, unwritable_reason
 from indexer.release import LARGE_PASS_LINES, release_memory
 from indexer.spool_retention import prune_quarantine, prune_spool, retention_due
 from indexer.tailer import FileState
@@ -59,6 +60,7 @@ class CatchUpResult:
     stats: IngestStats
     by_daemon: bool
     caught_up: bool
+    read_only: str = ""  # why nothing could be indexed: the state dir cannot be written
 
 
 class IndexWriter:
@@ -147,6 +149,9 @@ def catch_up(
     Otherwise wait (up to `wait_s`) until the daemon's offsets reach the spool sizes seen now.
     """
     if not is_locked(paths):
+        read_only = unwritable_reason(paths.root)
+        if read_only:  # the index stays as it is: readers answer from it, and say so
+            return CatchUpResult(IngestStats(), False, spool_behind(paths) == 0, read_only)
         try:
             with writer_lock(paths, wait_s=0.5):
                 writer = open_writer(paths, config)
