@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         translate_sqlite_errors,
     )
     from indexer.fileio import sweep_temp_files, write_atomic
-    from indexer.hook import HOOK_FAILURES, failure_count
+    from indexer.hook_losses import HOOK_FAILURES, failure_count, loss_files, losses
     from indexer.ingest_lines import IngestStats
     from indexer.lineguard import INT64_MAX
     from indexer.locks import flock_within, lock_is_held
@@ -80,8 +80,10 @@ _EXPORTS = {
     "IndexAccessError": "indexer.errors",
     "IndexUnavailableError": "indexer.errors",
     "translate_sqlite_errors": "indexer.errors",
-    "HOOK_FAILURES": "indexer.hook",
-    "failure_count": "indexer.hook",
+    "HOOK_FAILURES": "indexer.hook_losses",
+    "failure_count": "indexer.hook_losses",
+    "loss_files": "indexer.hook_losses",
+    "losses": "indexer.hook_losses",
     "write_atomic": "indexer.fileio",
     "sweep_temp_files": "indexer.fileio",
     "iso_utc": "indexer.view_writer",
@@ -156,6 +158,8 @@ __all__ = [
     "lag",
     "load_config",
     "lock_is_held",
+    "loss_files",
+    "losses",
     "malloc_trim",
     "open_writer",
     "parse_config",

@@ -13,7 +13,6 @@ import sys
 import time
 
 _ENVELOPE_VERSION = 1
-HOOK_FAILURES = "hook-failures"  # in the state dir: one byte per event that could not be spooled
 _MAX_ENV_PATH = 4096
 # A hook output must not block Claude Code for long: the SessionStart marker check reads
 # only this many bytes of stdin before deciding whether to look for the resume context.
@@ -193,32 +192,15 @@ def append_event(payload: bytes, base: str, ts_ns: int = 0) -> str:
     return os.path.join(base, "spool", name)
 
 
-def count_failure(base: str) -> None:
-    """Add one to the count of events this hook could not spool (one byte per event).
-
-    One O_APPEND write of one byte needs no lock and no parsing; on a full disk it still
-    succeeds as long as the file's last block has room. Errors are swallowed (I1).
-    """
+def _count_loss(base: str, error: BaseException) -> None:
+    # Only when the event was lost: the counters' module is not loaded otherwise.
     try:
-        fd = os.open(
-            os.path.join(base, HOOK_FAILURES),
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-            0o600,
-        )
-        try:
-            os.write(fd, b"x")
-        finally:
-            os.close(fd)
+        _importable_summarizer(site_packages=False)
+        from indexer.hook_losses import count_loss, reason_of
+
+        count_loss(base, reason_of(error))
     except Exception:
         pass
-
-
-def failure_count(base: str) -> int:
-    """How many events hooks could not spool under `base` (see `count_failure`)."""
-    try:
-        return os.stat(os.path.join(base, HOOK_FAILURES), follow_symlinks=False).st_size
-    except OSError:
-        return 0
 
 
 def _read_stdin() -> bytes:
@@ -369,12 +351,13 @@ def main() -> int:
         spooled = False
         try:
             spooled = bool(append_event(payload, base, ts_ns))
-        except UnsafeStateDir:
+        except UnsafeStateDir as e:
             safe = False  # nothing is read from or written through an unsafe state dir
-        except Exception:
+            _count_loss(base, e)
+        except Exception as e:
             # Unwritable, missing or full state directory: fail open, never fail the agent,
-            # but leave a trace that `ctxd status` and `ctxd doctor` can show.
-            count_failure(base)
+            # but count the loss where `ctxd status` and `ctxd doctor` will see it.
+            _count_loss(base, e)
         head = payload[:4096]
         if safe and b"SessionStart" in head:
             _session_start(payload, base)
