@@ -183,33 +183,46 @@ def _forget_spool(
 ) -> None:
     """Take the forgotten sessions' lines out of every indexed segment; the other sessions'
     lines stay, so that a rebuild from the spool still gives them back. With a date, the
-    lines that are no event at all (the quarantine's) go too from the hours before it."""
+    hours before it keep only the lines of the sessions that stay in the index (not those of
+    sessions retention dropped already, nor lines that are no event at all)."""
     conn = writer.conn
     known = history.active_files(conn)
+    staying = frozenset(query.session_ids_active_since(conn, before_ns or 0) if before_ns else ())
     try:
         names = sorted(n for n in os.listdir(paths.spool) if n.endswith(".jsonl"))
     except FileNotFoundError:
         return
     for name in names:
-        drop = _line_filter(report.sessions, before_ns is not None and _before(name, before_ns))
+        if before_ns is not None and _before(name, before_ns):
+            drop = _not_of(staying)
+        else:
+            drop = _of(report.sessions)
         rewrite_segment(conn, paths, name, known.get(name), report.spool, drop, writer.pass_file)
 
 
-def _line_filter(sessions: list[str], old_hour: bool) -> Callable[[bytes], bool]:
-    """Whether a spool line goes: its event is of a forgotten session, or it is no event
-    (the quarantine's) and mentions one, or lies in an hour before the date."""
+def _of(sessions: list[str]) -> Callable[[bytes], bool]:
+    """Whether a spool line goes: its event is of a forgotten session, or it is no event (a
+    line the quarantine holds) and names one."""
     forgotten = frozenset(sessions)
     needles = [f'"{sid}"'.encode() for sid in sessions]
 
     def drop(line: bytes) -> bool:
         mentions = any(n in line for n in needles)
         # Only a \u escape could spell a session id otherwise: its characters are ASCII.
-        if not (mentions or old_hour or (forgotten and b"\\u" in line)):
+        if not (mentions or (forgotten and b"\\u" in line)):
             return False
         session = session_of(line)
-        if session is None:
-            return mentions or old_hour
-        return session in forgotten
+        return mentions if session is None else session in forgotten
+
+    return drop
+
+
+def _not_of(staying: frozenset[str]) -> Callable[[bytes], bool]:
+    """Whether a spool line of an hour before the date goes: it is not an event of a session
+    that stays."""
+
+    def drop(line: bytes) -> bool:
+        return session_of(line) not in staying
 
     return drop
 

@@ -111,6 +111,7 @@ def test_forget_before_a_date_keeps_a_session_that_went_on(tmp_path: Path) -> No
     old = time.time_ns() - 40 * 24 * HOUR_NS
     _append(state, old, _event(GONE, 0, "ancient-phrase of a finished session"))
     _append(state, old + 10**9, _event(KEPT, 0, "early-phrase of a session still going"))
+    _append(state, old + 2 * 10**9, b'{"session_id": "unreadable-phrase", oops')  # quarantined
     _append(state, time.time_ns() - HOUR_NS, _event(KEPT, 3, "recent-phrase of that session"))
     _ok(run_cli("ingest", state_dir=state))
     day = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 10 * 86400))
@@ -118,6 +119,7 @@ def test_forget_before_a_date_keeps_a_session_that_went_on(tmp_path: Path) -> No
     assert out.startswith("forgot 1 sessions")
     spool = b"\n".join(spool_lines(state))
     assert b"ancient-phrase" not in spool and b"early-phrase" in spool
+    assert b"unreadable-phrase" not in spool
     _rebuild_from_spool(state)
     texts = sorted(t for _, _, t in _entries(state)[KEPT])
     assert texts == [
