@@ -193,12 +193,16 @@ def append_event(payload: bytes, base: str, ts_ns: int = 0) -> str:
 
 
 def _count_loss(base: str, error: BaseException) -> None:
-    # Only when the event was lost: the counters' module is not loaded otherwise.
+    # Only when the event was lost: the counters' module is not loaded otherwise. It is
+    # imported by its file name from this folder, as run_hook.py imports this module: the
+    # `indexer` package would import importlib (and warnings) for its lazy exports.
     try:
-        _importable_summarizer(site_packages=False)
-        from indexer.hook_losses import count_loss, reason_of
-
-        count_loss(base, reason_of(error))
+        sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+        try:
+            import hook_losses  # type: ignore[import-not-found]
+        finally:
+            sys.path.pop()
+        hook_losses.count_loss(base, hook_losses.reason_of(error))
     except Exception:
         pass
 

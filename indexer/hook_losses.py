@@ -20,6 +20,8 @@ HOOK_FAILURES = "hook-failures"
 _HEADER = b"ctxd: one byte per hook event that could not be written to the spool of "
 _RESERVE_BYTES = 64 * 1024  # lost events still countable on a full disk
 _MAX_READ = 16 << 20
+_PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+_MAX_NAME = 200  # bytes of a file name: file systems allow 255
 
 DISK_FULL = b"F"
 READ_ONLY = b"R"
@@ -79,21 +81,28 @@ def count_loss(base: str, reason: bytes) -> None:
 
 
 def user_counter_path(base: str) -> str:
-    """The user's own counter of events lost under the state dir `base`."""
-    import hashlib
-
+    """The user's own counter of events lost under the state dir `base`: its real path as
+    the file name (bytes other than letters, digits, `.`, `_` and `-` as %XX; a long path cut,
+    with a checksum of the whole), so the name says which state dir it counts for."""
     home = os.environ.get("XDG_STATE_HOME", "")
     if not os.path.isabs(home):  # unset, empty or relative: ignored, as the spec says
         home = os.path.join(os.path.expanduser("~"), ".local", "state")
-    key = hashlib.sha256(os.fsencode(os.path.realpath(base))).hexdigest()[:32]
-    return os.path.join(home, "ctxd", "lost-events", key)
+    real = os.fsencode(os.path.realpath(base))
+    name = "".join(chr(b) if b in _PLAIN else f"%{b:02X}" for b in real)
+    if len(name) > _MAX_NAME:
+        import zlib  # not hashlib: it loads OpenSSL, which costs more than the hook itself
+
+        name = f"{name[: _MAX_NAME - 9]}~{zlib.crc32(real):08x}"
+    return os.path.join(home, "ctxd", "lost-events", name)
 
 
 def losses(base: str) -> dict[str, int]:
     """How many events were lost under the state dir `base`, by reason (both counters)."""
     found: dict[str, int] = {}
+    mine = _header(base)
     for path in loss_files(base):
-        for letter, count in _letters(path).items():
+        letters = _letters(path, None if path == os.path.join(base, HOOK_FAILURES) else mine)
+        for letter, count in letters.items():
             reason = REASONS.get(letter, REASONS[OTHER])
             found[reason] = found.get(reason, 0) + count
     return found
@@ -157,7 +166,9 @@ def _header(base: str) -> bytes:
     return _HEADER + os.fsencode(os.path.realpath(base)).replace(b"\n", b"\\n") + b"\n"
 
 
-def _letters(path: str) -> dict[bytes, int]:
+def _letters(path: str, header: bytes | None) -> dict[bytes, int]:
+    """The count of each letter in the counter `path`, its header aside; {} if `header` is
+    given and the file counts for another state dir (a cut name's checksum collided)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -168,6 +179,8 @@ def _letters(path: str) -> dict[bytes, int]:
         return {}
     finally:
         os.close(fd)
+    if header is not None and header not in data:
+        return {}
     start = data.find(_HEADER)
     if start >= 0:
         end = data.find(b"\n", start)

@@ -229,3 +229,27 @@ def test_a_user_whose_hook_cannot_open_the_state_dir_is_told_by_status() -> None
         assert "(5 events lost so far)" in err and "sudo chown -R" in err
     finally:
         shutil.rmtree(top)
+
+
+def test_the_users_counter_is_named_after_the_state_dir_and_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from indexer.hook_losses import NOT_PRIVATE, count_loss, losses, user_counter_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    folder = tmp_path / "xdg" / "ctxd" / "lost-events"
+    base = tmp_path / "my project" / ".ctxd"
+    name = str(base).replace("%", "%25").replace("/", "%2F").replace(" ", "%20")
+    assert user_counter_path(str(base)) == str(folder / name)
+    # Two long paths that differ only past the cut get two counters.
+    one, two = (tmp_path / ("x" * 240) / s / ".ctxd" for s in ("one", "two"))
+    for _ in range(3):
+        count_loss(str(one), NOT_PRIVATE)
+    count_loss(str(two), NOT_PRIVATE)
+    assert len(os.listdir(folder)) == 2
+    assert all(len(n) <= 200 for n in os.listdir(folder))
+    reason = "state dir not private (another user's, writable by others, or a symlink)"
+    assert (losses(str(one)), losses(str(two))) == ({reason: 3}, {reason: 1})
+    # A counter whose header names another state dir is not counted for this one.
+    os.replace(user_counter_path(str(one)), user_counter_path(str(base)))
+    assert losses(str(base)) == {}
