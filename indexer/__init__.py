@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         translate_sqlite_errors,
     )
     from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
-    from indexer.hook import HOOK_FAILURES, failure_count
+    from indexer.hook_losses import HOOK_FAILURES, failure_count, loss_files, losses
     from indexer.ingest_lines import IngestStats
     from indexer.lineguard import INT64_MAX
     from indexer.locks import flock_within, lock_is_held
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         prune_quarantine,
         prune_spool,
     )
+    from indexer.spool_rewrite import rewrite_segment, session_of
     from indexer.statedir import git_root
     from indexer.store import WRITER_CACHE_KIB, StoredEntry
     from indexer.view_writer import iso_utc
@@ -80,8 +81,10 @@ _EXPORTS = {
     "IndexAccessError": "indexer.errors",
     "IndexUnavailableError": "indexer.errors",
     "translate_sqlite_errors": "indexer.errors",
-    "HOOK_FAILURES": "indexer.hook",
-    "failure_count": "indexer.hook",
+    "HOOK_FAILURES": "indexer.hook_losses",
+    "failure_count": "indexer.hook_losses",
+    "loss_files": "indexer.hook_losses",
+    "losses": "indexer.hook_losses",
     "write_atomic": "indexer.fileio",
     "sweep_temp_files": "indexer.fileio",
     "lines_backwards": "indexer.fileio",
@@ -100,6 +103,8 @@ _EXPORTS = {
     "delete_segment": "indexer.spool_retention",
     "prune_quarantine": "indexer.spool_retention",
     "prune_spool": "indexer.spool_retention",
+    "rewrite_segment": "indexer.spool_rewrite",
+    "session_of": "indexer.spool_rewrite",
     "SpoolSnapshot": "indexer.spool_changes",
     "has_unread": "indexer.spool_changes",
     "snapshot": "indexer.spool_changes",
@@ -160,6 +165,8 @@ __all__ = [
     "lines_backwards",
     "load_config",
     "lock_is_held",
+    "loss_files",
+    "losses",
     "malloc_trim",
     "open_writer",
     "parse_config",
@@ -170,6 +177,8 @@ __all__ = [
     "redact_text",
     "release_memory",
     "resolve_state_paths",
+    "rewrite_segment",
+    "session_of",
     "snapshot",
     "sweep_temp_files",
     "translate_sqlite_errors",

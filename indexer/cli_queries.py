@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.paths import StatePaths
-from indexer.readonly import connect_readonly, spool_sizes
+from indexer.readonly import connect_readonly, spool_sizes, unwritable_reason
 
 __all__ = [
     "active_constraint",
@@ -16,6 +16,7 @@ __all__ = [
     "open_readonly",
     "session_agents",
     "spool_behind",
+    "unwritable_reason",
 ]
 
 

@@ -13,7 +13,6 @@ import sys
 import time
 
 _ENVELOPE_VERSION = 1
-HOOK_FAILURES = "hook-failures"  # in the state dir: one byte per event that could not be spooled
 _MAX_ENV_PATH = 4096
 # A hook output must not block Claude Code for long: the SessionStart marker check reads
 # only this many bytes of stdin before deciding whether to look for the resume context.
@@ -168,8 +167,9 @@ def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) 
     return append_event(payload, state_dir(environ, cwd))
 
 
-def append_event(payload: bytes, base: str) -> str:
-    """Spool one payload under the state directory `base` (see `run`).
+def append_event(payload: bytes, base: str, ts_ns: int = 0) -> str:
+    """Spool one payload under the state directory `base` (see `run`), stamped `ts_ns`
+    (now if 0).
 
     No symlink is followed: the state directory and its spool are opened with O_NOFOLLOW
     and the segment relative to the spool's descriptor; a state directory that is a symlink,
@@ -186,7 +186,7 @@ def append_event(payload: bytes, base: str) -> str:
     finally:
         os.close(base_fd)
     try:
-        ts_ns = time.time_ns()
+        ts_ns = ts_ns or time.time_ns()
         name = segment_name(ts_ns)
         append_at(spool_fd, name, build_line(payload, ts_ns, os.getpid()))
     finally:
@@ -194,32 +194,19 @@ def append_event(payload: bytes, base: str) -> str:
     return os.path.join(base, "spool", name)
 
 
-def count_failure(base: str) -> None:
-    """Add one to the count of events this hook could not spool (one byte per event).
-
-    One O_APPEND write of one byte needs no lock and no parsing; on a full disk it still
-    succeeds as long as the file's last block has room. Errors are swallowed (I1).
-    """
+def _count_loss(base: str, error: BaseException) -> None:
+    # Only when the event was lost: the counters' module is not loaded otherwise. It is
+    # imported by its file name from this folder, as run_hook.py imports this module: the
+    # `indexer` package would import importlib (and warnings) for its lazy exports.
     try:
-        fd = os.open(
-            os.path.join(base, HOOK_FAILURES),
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-            0o600,
-        )
+        sys.path.append(os.path.dirname(os.path.abspath(__file__)))
         try:
-            os.write(fd, b"x")
+            import hook_losses  # type: ignore[import-not-found]
         finally:
-            os.close(fd)
+            sys.path.pop()
+        hook_losses.count_loss(base, hook_losses.reason_of(error))
     except Exception:
         pass
-
-
-def failure_count(base: str) -> int:
-    """How many events hooks could not spool under `base` (see `count_failure`)."""
-    try:
-        return os.stat(os.path.join(base, HOOK_FAILURES), follow_symlinks=False).st_size
-    except OSError:
-        return 0
 
 
 def _read_stdin() -> bytes:
@@ -254,13 +241,26 @@ def answer_kind(payload: bytes) -> str:
     return ""
 
 
-def respond(payload: bytes, base: str, kind: str = "") -> None:
+# The stamp of a PreCompact's spool line, for `respond` run in the installed ctxd's process
+# by the plugin (an environment variable: a delegate of an older ctxd simply ignores it).
+SPOOLED_NS_VAR = "CTXD_SPOOLED_NS"
+
+
+def respond(payload: bytes, base: str, kind: str = "", spooled_ns: int | None = None) -> None:
     """Do here what `answer_kind` says the event needs after its append (the Claude Code
-    plugin runs this in the installed ctxd's environment). Never raises."""
+    plugin runs this in the installed ctxd's environment). `spooled_ns` is the stamp of the
+    event's spool line, 0 if it was not spooled. Never raises."""
     kind = kind or answer_kind(payload)
     if kind == "SessionStart":
         _session_start(payload, base)
     elif kind == "PreCompact":
+        if spooled_ns is None:
+            try:
+                spooled_ns = int(os.environ.get(SPOOLED_NS_VAR) or 0)
+            except ValueError:
+                spooled_ns = 0
+        if spooled_ns:
+            _record_compaction(payload, base, spooled_ns)  # before the build starts
         _prebuild(payload, base)
     elif kind:
         _handoff(payload, base, kind)
@@ -294,6 +294,20 @@ def _session_start(payload: bytes, base: str) -> None:
     if text:
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+def _record_compaction(payload: bytes, base: str, ts_ns: int) -> None:
+    # PreCompact, once spooled: the session's own record that a compaction starts (which the
+    # SessionStart(compact) after it reads), written before the build is started.
+    if _PRE_COMPACT_MARK not in payload[:4096].replace(b" ", b""):
+        return
+    try:
+        _importable_summarizer(site_packages=False)  # the compaction waits: stdlib only
+        from summarizer.resume.hook import record_compaction
+
+        record_compaction(payload, base, ts_ns)
+    except Exception:
+        pass
 
 
 def _prebuild(payload: bytes, base: str) -> None:
@@ -367,22 +381,25 @@ def main() -> int:
             cwd = "/"
         base = state_dir(environ, cwd)
         safe = True
+        ts_ns = time.time_ns()
+        spooled = False
         try:
-            append_event(payload, base)
-        except UnsafeStateDir:
-            safe = False
-        except Exception:
+            spooled = bool(append_event(payload, base, ts_ns))
+        except UnsafeStateDir as e:
+            safe = False  # nothing is read from or written through an unsafe state dir
+            _count_loss(base, e)
+        except Exception as e:
             # Unwritable, missing or full state directory: fail open, never fail the agent,
-            # but leave a trace that `ctxd status` and `ctxd doctor` can show.
-            count_failure(base)
-        # Nothing is read from or written through an unsafe state dir.
+            # but count the loss where `ctxd status` and `ctxd doctor` will see it.
+            _count_loss(base, e)
         kind = answer_kind(payload) if safe else ""
+        spooled_ns = ts_ns if spooled else 0
         if kind and _as_plugin():  # the plugin's copy: ctxd's environment does the rest
             from indexer import plugin
 
-            plugin.respond(payload, base, kind)
+            plugin.respond(payload, base, kind, spooled_ns)
         elif kind:
-            respond(payload, base, kind)
+            respond(payload, base, kind, spooled_ns)
     except BaseException:
         pass
     return 0

@@ -81,28 +81,31 @@ def _interpreter(command: str) -> str:
     return python if os.path.isabs(python) and os.access(python, os.X_OK) else ""
 
 
-def respond(payload: bytes, base: str, kind: str) -> None:
+def respond(payload: bytes, base: str, kind: str, spooled_ns: int = 0) -> None:
     """Do what the event needs after its append (hook.answer_kind) in the installed ctxd,
-    copying what it prints; without it, the first SessionStart of a project gives the hint."""
+    copying what it prints; without it, the first SessionStart of a project gives the hint.
+    `spooled_ns` is the stamp of the event's spool line (0: not spooled)."""
     if kind == "SessionStart":
         ignore_in_git(base)
     _command, python = installed_ctxd()
     if not python:
         text = install_hint(base) if kind == "SessionStart" else ""
     else:
-        text = _delegate(python, payload, base, _TIMEOUTS_S.get(kind, _TIMEOUT_S))
+        timeout_s = _TIMEOUTS_S.get(kind, _TIMEOUT_S)
+        text = _delegate(python, payload, base, timeout_s, spooled_ns)
     if text:
         sys.stdout.write(text)
         sys.stdout.flush()
 
 
-def _delegate(python: str, payload: bytes, base: str, timeout_s: float) -> str:
+def _delegate(python: str, payload: bytes, base: str, timeout_s: float, spooled_ns: int = 0) -> str:
     """Run `indexer.hook.respond` in the installed ctxd's environment; its output, or ""."""
     packages = _packages_of(python)
     argv = [python, "-I", "-S", "-c", _RESPOND, base, packages] if packages else []
     try:
         done = subprocess.run(
             argv or [python, "-I", "-c", _RESPOND, base],
+            env=dict(os.environ, CTXD_SPOOLED_NS=str(spooled_ns)),
             input=payload,
             capture_output=True,
             timeout=timeout_s,

@@ -69,6 +69,23 @@ def spool_lag(spool: Path, offsets: Mapping[str, int]) -> tuple[int, int]:
     return lag_bytes, lag_lines
 
 
+def unwritable_reason(root: Path) -> str:
+    """Why this process cannot write the state dir `root` ("read-only file system", "not
+    writable by you", "disk full"), or "" if it can (or if `root` does not exist yet)."""
+    try:
+        fs = os.statvfs(root)
+    except OSError:
+        return ""
+    if fs.f_flag & os.ST_RDONLY:
+        return "read-only file system"
+    if not os.access(root, os.W_OK):
+        return "not writable by you"
+    # Root may still write into the blocks the file system keeps for it (ext4).
+    if fs.f_bavail == 0 and (os.geteuid() != 0 or fs.f_bfree == 0):
+        return "disk full"
+    return ""
+
+
 def connect_readonly(index_db: Path) -> sqlite3.Connection | None:
     """A read-only connection, or None if there is no index or it has another schema."""
     try:

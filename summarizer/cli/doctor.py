@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer import HOOK_FAILURES, failure_count, history, query
+from indexer import history, loss_files, losses, query
+from indexer.cli_queries import unwritable_reason
 from indexer.config import Config, load_config
 from indexer.errors import CtxdError, IndexAccessError
 from indexer.paths import StatePaths
@@ -220,6 +221,18 @@ def _check_state_dir(paths: StatePaths) -> list[Check]:
                 f"remove symlinks in it, chmod -R go-rwx {root} (and make sure you own it)",
             )
         ]
+    read_only = unwritable_reason(root)
+    if read_only:
+        return [
+            Check(
+                "FAIL",
+                "state dir",
+                f"{root} cannot be written ({read_only}): hooks lose every event, reads show "
+                "only what was indexed before",
+                _UNWRITABLE_FIXES.get(read_only, "make it writable").format(root=root)
+                + ", or point CTXD_HOME at a writable folder",
+            )
+        ]
     return [Check("OK", "state dir", f"{root} is private (0700 directories, 0600 files)")]
 
 
@@ -336,16 +349,39 @@ def _damaged(paths: StatePaths, detail: str) -> Check:
 
 
 def _check_hook_failures(paths: StatePaths) -> Check:
-    failed = failure_count(str(paths.root))
-    if not failed:
+    lost = losses(str(paths.root))
+    if not lost:
         return Check("OK", "hook writes", "every hook event reached the spool")
+    why = ", ".join(f"{reason}: {n}" for reason, n in sorted(lost.items()))
+    fixes = [_LOSS_FIXES.get(reason, _LOSS_FIXES[""]).format(root=paths.root) for reason in lost]
+    reset = " ".join(loss_files(str(paths.root)))
     return Check(
         "WARN",
         "hook writes",
-        f"{failed} hook events could not be written to the spool (full disk? permissions?)",
-        f"free space and check permissions of {paths.spool}; then "
-        f"`rm {paths.root / HOOK_FAILURES}` to reset the count",
+        f"{sum(lost.values())} hook events could not be written to the spool ({why})",
+        "; ".join(dict.fromkeys(fixes)) + f"; then `rm {reset}` to reset the count",
     )
+
+
+# What to do about each reason the state dir cannot be written (indexer's unwritable_reason).
+_UNWRITABLE_FIXES = {
+    "read-only file system": "remount its file system read-write",
+    "not writable by you": "give your user write access to {root} (`ls -ld {root}` shows "
+    "whose it is)",
+    "disk full": "free space on the disk that holds {root}",
+}
+# What to do about each reason hook_losses records (its REASONS), "" for any other.
+_LOSS_FIXES = {
+    "disk full": "free space on the disk that holds {root}",
+    "read-only file system": "remount the file system of {root} read-write, or point CTXD_HOME "
+    "at a writable folder",
+    "permission denied": "give your user write access to {root} (`ls -ld {root}` shows whose "
+    "it is)",
+    "state dir not private (another user's, writable by others, or a symlink)": "make {root} "
+    "a folder of yours that only you can write: `sudo chown -R $USER {root}`, "
+    "`chmod 700 {root}`, or remove the symlink",
+    "": "check that {root} and its spool folder can be written",
+}
 
 
 def _check_tokenizer(config: Config) -> Check:

@@ -52,7 +52,11 @@ def _current_connection(paths: StatePaths) -> Any:
         conn.close()
     from indexer.writer import catch_up  # only now: it loads msgspec and the ingest code
 
-    catch_up(paths)
+    result = catch_up(paths)
+    if result.read_only:
+        from summarizer.cli.readonly_state import note_unindexed
+
+        note_unindexed("read", paths, result.read_only)
     return connect_readonly(paths.index_db)
 
 

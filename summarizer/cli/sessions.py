@@ -11,6 +11,7 @@ from typing import Any
 from indexer import history
 from indexer.config import load_config
 from indexer.errors import CtxdError
+from summarizer.cli.readonly_state import note_unindexed
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
 from summarizer.resume.sessions import (
@@ -35,7 +36,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         raise CtxdError("--limit must be at least 1")
     limit = None if args.all else min(args.limit, 2**63 - 1)  # SQLite's LIMIT is 64-bit
     paths = state_paths(args)
-    catch_up_sessions(paths)
+    read_only = catch_up_sessions(paths)
+    if read_only:
+        note_unindexed("sessions", paths, read_only)
     infos = []
     if paths.index_db.exists():
         conn = history.connect(paths.index_db, readonly=True)
@@ -71,7 +74,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """Print a session's resume package (markdown, or JSON with --json)."""
     paths = state_paths(args)
     config = load_config(paths.config)
-    catch_up_sessions(paths, config)
+    read_only = catch_up_sessions(paths, config)
+    if read_only:
+        note_unindexed("resume", paths, read_only)
     if not paths.index_db.exists():
         raise CtxdError(f"no sessions recorded yet in {paths.root}")
     conn = history.connect(paths.index_db, readonly=True)

@@ -53,6 +53,7 @@ __all__ = [
     "lock_folder",
     "plan_session_start",
     "read_settings",
+    "record_compaction",
     "running_summary_text",
     "session_start_output",
     "spawn_detached",
@@ -107,6 +108,24 @@ def session_start_output(payload: bytes, state_dir: str) -> str:
         return ""
 
 
+def record_compaction(payload: bytes, state_dir: str, ts_ns: int) -> None:
+    """PreCompact: note in the session's resume folder that a compaction starts, with the
+    stamp of its spooled event, so that the SessionStart(compact) that follows knows it is a
+    new compaction whatever else the project writes meanwhile (never raises)."""
+    try:
+        event = loads(payload)
+        if not isinstance(event, dict) or event.get("hook_event_name") != "PreCompact":
+            return
+        session_id = event.get("session_id")
+        if not _valid_id(session_id) or not os.path.isdir(state_dir):
+            return
+        from summarizer.resume.handback import record_precompact
+
+        record_precompact(os.path.join(state_dir, "resume", str(session_id)), ts_ns)
+    except Exception:
+        pass
+
+
 def plan_session_start(
     state_dir: str,
     event: dict[str, Any],
@@ -122,6 +141,7 @@ def plan_session_start(
     from summarizer.resume.handback import (
         REPEATED_COMPACT,
         decide,
+        is_repeated_compaction,
         live_context,
         live_from_log,
         read_log,
@@ -137,7 +157,7 @@ def plan_session_start(
             records = read_log(folder)
             live = live_from_log(records) if records else None
     go, why = decide(source, settings.inject_on, settings.inject_on_startup, live)
-    if go and source == "compact" and _handed_back_since_last_event(state_dir, folder, session_id):
+    if go and source == "compact" and is_repeated_compaction(state_dir, folder, session_id):
         go, why = False, REPEATED_COMPACT
     if not go:
         return "", why, ""
@@ -194,11 +214,17 @@ def _notes(
     state_dir: str, session_id: str, source: str, timeout_s: float, consume: bool
 ) -> tuple[str, str, str]:
     """(notes, the session they describe, how they were obtained)."""
+    from summarizer.resume.handback import last_precompact_ns
     from summarizer.resume.spool_tail import newest_event_ns
 
     resume_dir = os.path.join(state_dir, "resume")
     spool = os.path.join(state_dir, "spool")
-    newest = newest_event_ns(spool, session_id)
+    # The notes must cover the session's newest event: its PreCompact is known exactly; the
+    # spool's tail may show a later one (or, in a busy project, none of this session).
+    newest = max(
+        newest_event_ns(spool, session_id),
+        last_precompact_ns(os.path.join(resume_dir, session_id)),
+    )
     text = take_context(os.path.join(resume_dir, session_id), newer_than_ns=newest, consume=consume)
     if text is not None:
         return text, session_id, "prebuilt"
@@ -304,20 +330,6 @@ def _state_of(folder: str, newer_than_ns: int) -> dict[str, Any] | str | None:
     if newer_than_ns and (not isinstance(covers, int) or covers < newer_than_ns):
         return None
     return state
-
-
-def _handed_back_since_last_event(state_dir: str, folder: str, session_id: str) -> bool:
-    """A SessionStart(compact) repeated with no new event (a PreCompact) since the last one."""
-    from summarizer.resume.handback import REPEATED_COMPACT, read_log
-    from summarizer.resume.spool_tail import newest_event_ns
-
-    records = [r for r in read_log(folder) if r.get("reason") != REPEATED_COMPACT]
-    last = records[-1] if records else None
-    if not last or last.get("source") != "compact" or not last.get("injected"):
-        return False
-    stamp = last.get("ts_ns")
-    newest = newest_event_ns(os.path.join(state_dir, "spool"), session_id)
-    return isinstance(stamp, int) and newest <= stamp
 
 
 def _clear_handoff(resume_dir: str, session_id: str) -> str:

@@ -42,7 +42,14 @@ SHIPPED = {
     "hooks/hooks.json",
     *(
         f"indexer/{n}"
-        for n in ("__init__.py", "run_hook.py", "hook.py", "plugin.py", "plugin_mcp.py")
+        for n in (
+            "__init__.py",
+            "run_hook.py",
+            "hook.py",
+            "hook_losses.py",
+            "plugin.py",
+            "plugin_mcp.py",
+        )
     ),
 }
 # What the CLI itself leaves in a copy it no longer uses (it sweeps the copy later).

@@ -20,13 +20,14 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from indexer import hook, plugin
+from indexer.hook_losses import NOT_PRIVATE, REASONS, losses
 from summarizer.cli.demo_session import demo_session
 from summarizer.cli.install import EVENTS, HookCommand, ctxd_hook_spec
 
 PLUGIN = REPO / "plugin"
 PLUGIN_HOOK = HookCommand(("python3", "-I", "-S", "${CLAUDE_PLUGIN_ROOT}/indexer/run_hook.py"))
 # What the plugin runs, each a link to the one source in indexer/.
-LINKED = ("__init__.py", "run_hook.py", "hook.py", "plugin.py", "plugin_mcp.py")
+LINKED = ("__init__.py", "run_hook.py", "hook.py", "hook_losses.py", "plugin.py", "plugin_mcp.py")
 INSTALLED = Path(sys.executable).parent  # this venv's bin/, with `ctxd` and `ctxd-hook`
 
 
@@ -143,7 +144,9 @@ def test_plugin_hook_records_and_says_how_to_install_ctxd_once(tmp_path: Path) -
     assert first.returncode == 0 and first.stderr == b""
     out = json.loads(first.stdout)
     # The command installs from the checkout the plugin lives in, with Python alone.
-    command = f"python3 -m venv {plugin.CTXD_VENV} && {plugin.CTXD_VENV}/bin/pip install {root.parent}"
+    command = (
+        f"python3 -m venv {plugin.CTXD_VENV} && {plugin.CTXD_VENV}/bin/pip install {root.parent}"
+    )
     assert f"`{command}`" in out["systemMessage"]
     assert f"pipx install {root.parent}" in out["systemMessage"]
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
@@ -184,6 +187,23 @@ def _with_memory(state: Path) -> None:
         [str(INSTALLED / "ctxd"), "compact"], env=env, capture_output=True, check=False
     )
     assert compact.returncode == 0, compact.stderr
+
+
+def test_the_plugins_copy_counts_an_event_it_could_not_spool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook's loss path imports a module of its own folder: the plugin must ship it."""
+    root, project = _plugin_copy(tmp_path), _project(tmp_path)
+    state = project / ".ctxd"
+    state.mkdir(mode=0o700)
+    state.chmod(0o777)  # writable by others: nothing is written through it, the loss is counted
+    xdg = tmp_path / "xdg-state"
+    data = payload(session_id="s-lost", cwd=str(project), hook_event_name="UserPromptSubmit")
+    done = _hook(root, project, data, _bin(tmp_path, with_ctxd=False), XDG_STATE_HOME=str(xdg))
+    assert done.returncode == 0 and done.stdout == b"", done.stderr
+    assert not (state / "spool").exists()
+    monkeypatch.setenv("XDG_STATE_HOME", str(xdg))  # where the count of this state dir is kept
+    assert losses(str(state)) == {REASONS[NOT_PRIVATE]: 1}
 
 
 @pytest.mark.parametrize("where", ["PATH", "its venv"])
