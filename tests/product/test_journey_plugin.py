@@ -1,4 +1,4 @@
-"""ctxd installed as a Claude Code plugin, with the real CLI (2.1.330), as a new user does it.
+"""The plugin journey, as a new user takes it with the real CLI (2.1.330): the product tier.
 
 No `ctxd init`: `claude plugin marketplace add` (a checkout, or a git repository served on
 loopback like GitHub serves one) and `claude plugin install ctxd@ctxd` in a fresh HOME, then
