@@ -13,6 +13,9 @@ import sys
 import time
 
 _ENVELOPE_VERSION = 1
+# The clients whose events the spool line names (`--host codex` in the installed command):
+# a Claude Code event's line carries no host, exactly as before hosts existed.
+HOSTS = ("codex",)
 HOOK_FAILURES = "hook-failures"  # in the state dir: one byte per event that could not be spooled
 _MAX_ENV_PATH = 4096
 # A hook output must not block Claude Code for long: the SessionStart marker check reads
@@ -74,17 +77,20 @@ def segment_name(ts_ns: int) -> str:
     return time.strftime("%Y%m%dT%H", time.gmtime(ts_ns // 1_000_000_000)) + ".jsonl"
 
 
-def build_line(payload: bytes, ts_ns: int, pid: int) -> bytes:
+def build_line(payload: bytes, ts_ns: int, pid: int, host: str = "") -> bytes:
     """Wrap a raw payload in the spool envelope; the event stays raw and comes last.
 
     Raw newlines can only be whitespace between JSON tokens (inside strings they are
     escaped), so replacing them keeps valid JSON valid and keeps one event on one line.
     The event is the last member so the indexer can check that its raw span ends exactly
     at the envelope's closing brace (a payload fragment cannot forge envelope fields).
+    `host` (one of HOSTS) goes just before it; Claude Code's lines carry none.
     """
     body = payload.strip().replace(b"\r", b" ").replace(b"\n", b" ")
-    head = b'{"ctxd":%d,"ts_ns":%d,"pid":%d,"event":' % (_ENVELOPE_VERSION, ts_ns, pid)
-    return head + body + b"}\n"
+    head = b'{"ctxd":%d,"ts_ns":%d,"pid":%d,' % (_ENVELOPE_VERSION, ts_ns, pid)
+    if host:
+        head += b'"host":"%s",' % host.encode()
+    return head + b'"event":' + body + b"}\n"
 
 
 # The same walk as indexer/safefs.py, which the daemon and the commands use (a copy: this
@@ -166,8 +172,9 @@ def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) 
     return append_event(payload, state_dir(environ, cwd))
 
 
-def append_event(payload: bytes, base: str) -> str:
-    """Spool one payload under the state directory `base` (see `run`).
+def append_event(payload: bytes, base: str, host: str = "") -> str:
+    """Spool one payload under the state directory `base` (see `run`); `host` names the
+    client that sent it when it is not Claude Code (see `build_line`).
 
     No symlink is followed: the state directory and its spool are opened with O_NOFOLLOW
     and the segment relative to the spool's descriptor; a state directory that is a symlink,
@@ -186,7 +193,7 @@ def append_event(payload: bytes, base: str) -> str:
     try:
         ts_ns = time.time_ns()
         name = segment_name(ts_ns)
-        append_at(spool_fd, name, build_line(payload, ts_ns, os.getpid()))
+        append_at(spool_fd, name, build_line(payload, ts_ns, os.getpid(), host))
     finally:
         os.close(spool_fd)
     return os.path.join(base, "spool", name)
@@ -243,7 +250,7 @@ def _as_plugin() -> bool:
     return plugin.running_as_plugin(__file__)
 
 
-def _session_start(payload: bytes, base: str) -> None:
+def _session_start(payload: bytes, base: str, host: str = "") -> None:
     # Only SessionStart may print (its stdout becomes context). The heavy lifting lives in
     # summarizer.resume.hook, imported only for this event.
     if _SESSION_START_MARK not in payload[:4096].replace(b" ", b""):
@@ -257,7 +264,7 @@ def _session_start(payload: bytes, base: str) -> None:
             _importable_summarizer()
             from summarizer.resume.hook import session_start_output
 
-            text = session_start_output(payload, base)
+            text = session_start_output(payload, base, host)
     except Exception:
         return
     if text:
@@ -339,10 +346,19 @@ def _importable_summarizer(site_packages: bool = True) -> None:
         sys.path.append(root)
 
 
+def host_of(argv: list[str]) -> str:
+    """The client named by `--host NAME` in the hook's arguments ("" for Claude Code)."""
+    for i, arg in enumerate(argv[1:-1], 1):
+        if arg == "--host" and argv[i + 1] in HOSTS:
+            return argv[i + 1]
+    return ""
+
+
 def main() -> int:
     """Entry point of `ctxd-hook`: never raises, always returns 0."""
     try:
         payload = _read_stdin()
+        host = host_of(sys.argv)
         environ = os.environ
         try:
             cwd = os.getcwd()
@@ -351,7 +367,7 @@ def main() -> int:
         base = state_dir(environ, cwd)
         safe = True
         try:
-            append_event(payload, base)
+            append_event(payload, base, host)
         except UnsafeStateDir:
             safe = False  # nothing is read from or written through an unsafe state dir
         except Exception:
@@ -360,7 +376,7 @@ def main() -> int:
             count_failure(base)
         head = payload[:4096]
         if safe and b"SessionStart" in head:
-            _session_start(payload, base)
+            _session_start(payload, base, host)
         elif safe and b"PreCompact" in head:
             _prebuild(payload, base)  # the build starts now, not when the compaction is over
         elif safe and (b"Subagent" in head or b"PreToolUse" in head or b"Agent" in head):

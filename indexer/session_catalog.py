@@ -23,6 +23,7 @@ class SessionDelta:
     status: str = ""
     end_reason: str = ""
     compactions: int = 0
+    host: str = ""  # the client that sent its events: "" Claude Code, "codex"
 
 
 _STATUS_BY_EVENT = {
@@ -45,6 +46,8 @@ def add_to_session(deltas: dict[str, SessionDelta], e: Entry, p: HookPayload) ->
     elif ts_ns > d.last_ns:
         d.last_ns = ts_ns
     d.events += 1
+    if e.host:
+        d.host = e.host
     if e.cwd:
         d.cwd = e.cwd
     if p.session_title:
@@ -65,7 +68,7 @@ def update_sessions(conn: sqlite3.Connection, deltas: dict[str, SessionDelta]) -
     """Fold one batch's deltas into their sessions' catalog rows (one statement for all)."""
     conn.executemany(
         "INSERT INTO sessions(session_id, first_ns, last_ns, cwd, title, first_prompt, events,"
-        " failures, status, end_reason, compactions) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+        " failures, status, end_reason, compactions, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
         " ON CONFLICT(session_id) DO UPDATE SET first_ns=min(first_ns, excluded.first_ns),"
         " last_ns=max(last_ns, excluded.last_ns),"
         " cwd=CASE WHEN excluded.cwd<>'' THEN excluded.cwd ELSE cwd END,"
@@ -76,7 +79,8 @@ def update_sessions(conn: sqlite3.Connection, deltas: dict[str, SessionDelta]) -
         " status=CASE WHEN excluded.status<>'' THEN excluded.status ELSE status END,"
         " end_reason=CASE WHEN excluded.status='ended' THEN excluded.end_reason"
         " WHEN excluded.status='active' THEN '' ELSE end_reason END,"
-        " compactions=compactions+excluded.compactions",
+        " compactions=compactions+excluded.compactions,"
+        " host=CASE WHEN excluded.host<>'' THEN excluded.host ELSE host END",
         [
             (
                 session_id,
@@ -90,7 +94,16 @@ def update_sessions(conn: sqlite3.Connection, deltas: dict[str, SessionDelta]) -
                 d.status,
                 d.end_reason,
                 d.compactions,
+                d.host,
             )
             for session_id, d in deltas.items()
         ],
     )
+
+
+def ensure_host_column(conn: sqlite3.Connection) -> None:
+    """Give an index made before hosts were recorded its sessions' host column ("": Claude
+    Code, which every session recorded until then was)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    if "host" not in columns:
+        conn.execute("ALTER TABLE sessions ADD COLUMN host TEXT NOT NULL DEFAULT ''")

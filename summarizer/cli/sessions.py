@@ -51,13 +51,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     width = max(len("STATUS"), *(len(_status(i.status, i.end_reason)) for i in infos))
     print(
-        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'STATUS':<{width}}  {'LAST ACTIVITY':<16}  "
-        "EVENTS AGENTS FAILS  TITLE"
+        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'HOST':<6}  {'STATUS':<{width}}  "
+        f"{'LAST ACTIVITY':<16}  EVENTS AGENTS FAILS  TITLE"
     )
     for i in infos:
         last = i.last_activity[:16].replace("T", " ")
         print(
-            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {_status(i.status, i.end_reason):<{width}}  "
+            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {i.host:<6}  "
+            f"{_status(i.status, i.end_reason):<{width}}  "
             f"{last:<16}  {i.events:>6} {i.agents:>6} {i.failures:>5}  {i.title}"
         )
     return 0

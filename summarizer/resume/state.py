@@ -23,6 +23,7 @@ from summarizer.common.text import STRONG_DECISION_RE
 from summarizer.resume.todos import Todo, open_todos, session_todos
 
 __all__ = [
+    "CLIENT_NAMES",
     "MAX_FILES",
     "RECENT_TOOL_CALLS",
     "FailureNote",
@@ -65,6 +66,8 @@ _CASCADE = (
     "request interrupted",
     "cancelled",
 )
+# The clients a session can run in, by the host name the session catalog keeps.
+CLIENT_NAMES = {"claude": "Claude Code", "codex": "Codex"}
 _TOOL_EVENTS = ("tool_result", "tool_failure", "agent_complete", "agent_launched", "agent_failed")
 _ANY = msgspec.json.Decoder()
 
@@ -118,6 +121,7 @@ class ResumeState(msgspec.Struct):
     covers_ns: int = 0  # ts_ns of the newest event it covers (spool_tail.IGNORED_EVENTS aside)
     context_tokens: int = 0
     context_chars: int = 0
+    host: str = "claude"  # the client the session ran in: "claude" (Claude Code) or "codex"
 
 
 @dataclass
@@ -138,6 +142,7 @@ class SessionFacts:
     watermark: int = 0
     last_event: str = ""
     covers_ns: int = 0
+    host: str = "claude"
 
 
 def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
@@ -166,6 +171,7 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
     if last:
         facts.watermark, facts.last_event = last
     facts.covers_ns = query.newest_activity_ns(conn, session_id)
+    facts.host = query.session_host(conn, session_id)
     return facts
 
 
@@ -308,6 +314,7 @@ def build_state(
         compact_summary=clean_text(unwrap_summary(facts.compact_summary)),
         watermark=facts.watermark,
         covers_ns=facts.covers_ns,
+        host=facts.host,
     )
 
 
