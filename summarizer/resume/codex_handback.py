@@ -37,7 +37,7 @@ _COMPACTED = b'"type":"compacted"'
 _NOTES = b'"text":"' + NOTES_HEAD.encode()
 _BLOCK = 1 << 20
 _HEAD = b'{"ctxd":1,"ts_ns":'
-_EVENT_KEY = b'"hook_event_name":"'
+_EVENT_KEY = b'"hook_event_name"'
 
 
 def cap_bytes(text: str, max_bytes: int = CODEX_MAX_CONTEXT_BYTES) -> str:
@@ -106,9 +106,10 @@ def compaction_just_ran(state_dir: str, session_id: str) -> bool:
 
 
 def _event_name(line: bytes) -> bytes:
-    # Codex writes compact JSON, and an unescaped key can only be a key.
+    # An unescaped `"hook_event_name"` can only be a key: inside a string its quotes are escaped.
     i = line.find(_EVENT_KEY)
     if i < 0:
         return b""
-    j = line.find(b'"', i + len(_EVENT_KEY))
-    return line[i + len(_EVENT_KEY) : j] if j > 0 else b""
+    i = line.find(b'"', line.find(b":", i + len(_EVENT_KEY)) + 1)
+    j = line.find(b'"', i + 1)
+    return line[i + 1 : j] if 0 <= i < j else b""
