@@ -20,7 +20,7 @@ __all__ = [
     "EARLIER_ENTRY_POINT", "ENTRY_POINTS", "EVENTS", "HookCommand", "InstallReport", "IsOurs",
     "MergeResult", "SettingsError", "Spec", "backup_path", "ctxd_hook_spec",
     "default_hook_command", "handler_entry_point", "install", "is_ctxd_handler", "merge_hooks",
-    "remove_hooks", "uninstall", "write_private",
+    "remove_hooks", "rewrite_json", "uninstall", "write_private",
 ]  # fmt: skip
 
 EVENTS: tuple[str, ...] = (
@@ -369,6 +369,13 @@ def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], 
         _write_atomic(backup, raw, 0o600)
     _write_atomic(path, data, mode)
     return InstallReport(path, backup, changes, created=raw is None)
+
+
+def rewrite_json(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], MergeResult],
+                 backup_dir: Path | None = None) -> InstallReport:  # fmt: skip
+    """Apply `change` to a strict-JSON hooks file as install does: backed up (one copy) and
+    written atomically, not at all when nothing changes or on a dry run (Codex's hooks.json)."""
+    return _rewrite(requested, dry_run, change, backup_dir)
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -83,6 +83,14 @@ def register(add: AddCommand) -> None:
         " its backups)",
     )
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
+    p.add_argument(
+        "--host",
+        choices=("claude", "codex", "all"),
+        default="claude",
+        help="the client whose hooks to install or remove: claude (Claude Code, the default),"
+        " codex (Codex CLI: .codex/hooks.json, or $CODEX_HOME/hooks.json with --user, each hook"
+        " marked trusted and the hooks feature turned on in $CODEX_HOME/config.toml), or all",
+    )
 
     p = add(
         "forget",
