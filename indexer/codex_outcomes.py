@@ -28,6 +28,7 @@ __all__ = [
     "compaction_summary",
     "exit_code",
     "facts_of",
+    "summary_of",
 ]
 
 ROLLOUT_NAME = re.compile(r"rollout-[^/]*\.jsonl")
@@ -87,7 +88,7 @@ class RolloutFacts:
         if rec.type == "compacted":
             message = _text(p.message)
             if message:
-                self.compactions.append((_unix_ms(rec.timestamp), _summary(message)))
+                self.compactions.append((_unix_ms(rec.timestamp), summary_of(message)))
         elif p.type == "item_completed" and p.item:
             try:
                 item = _ITEM.decode(p.item)
@@ -183,7 +184,8 @@ def _text(raw: msgspec.Raw) -> str:
         return ""
 
 
-def _summary(message: str) -> str:
+def summary_of(message: str) -> str:
+    """The summary of a `compacted` record's message, without Codex's lead-in."""
     at = message.find(_SUMMARY_LEAD)
     return message[at + len(_SUMMARY_LEAD) :].strip() if 0 <= at < 1000 else message.strip()
 

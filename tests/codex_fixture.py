@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +32,36 @@ class CodexSession:
 
 
 def recorded_session(dest: Path) -> CodexSession:
-    """Copy the recording under `dest` (a CODEX_HOME and a project folder) and return it."""
+    """Copy the recording under `dest` (a CODEX_HOME and a project folder) and return it.
+
+    The rollouts' times are moved to end a second ago: a test that replays the hook payloads
+    now then sees them as near in time as the live session did.
+    """
     codex_home, project = dest / "codex-home", dest / "project"
     project.mkdir(parents=True)
     (project / "export.py").write_text('def header():\n    return ["id", "amount", "total"]\n')
-    for src in (FIXTURE / "codex-home").rglob("*.jsonl"):
+    sources = sorted((FIXTURE / "codex-home").rglob("*.jsonl"))
+    stamps = [m[1] for src in sources for m in _STAMP.finditer(src.read_text())]
+    shift = datetime.now(UTC) - timedelta(seconds=1) - _parse(max(stamps))
+    for src in sources:
         out = codex_home / src.relative_to(FIXTURE / "codex-home")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(_fill(src.read_text(), codex_home, project))
+        text = _STAMP.sub(lambda m: f'"timestamp":"{_format(_parse(m[1]) + shift)}"', src.read_text())
+        out.write_text(_fill(text, codex_home, project))
     text = _fill((FIXTURE / "hook-payloads.jsonl").read_text(), codex_home, project)
     payloads = [json.loads(line) for line in text.splitlines() if line.strip()]
     return CodexSession(codex_home, project, payloads)
+
+
+_STAMP = re.compile(r'"timestamp":"([0-9T:.-]+Z)"')
+
+
+def _parse(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
+
+
+def _format(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def _fill(text: str, codex_home: Path, project: Path) -> str:

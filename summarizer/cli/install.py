@@ -371,11 +371,7 @@ def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], 
     return InstallReport(path, backup, changes, created=raw is None)
 
 
-def rewrite_json(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], MergeResult],
-                 backup_dir: Path | None = None) -> InstallReport:  # fmt: skip
-    """Apply `change` to a strict-JSON hooks file as install does: backed up (one copy) and
-    written atomically, not at all when nothing changes or on a dry run (Codex's hooks.json)."""
-    return _rewrite(requested, dry_run, change, backup_dir)
+rewrite_json = _rewrite  # the same for Codex's hooks.json (summarizer.cli.codex_install)
 
 
 def write_private(path: Path, data: bytes) -> None:

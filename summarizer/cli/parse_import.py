@@ -25,6 +25,14 @@ def register(add: AddCommand) -> None:
     )
     p.add_argument("--all", action="store_true", help="import the transcripts of every project")
     p.add_argument(
+        "--host",
+        choices=("claude", "codex"),
+        default="claude",
+        help="whose transcripts: claude (Claude Code's, the default) or codex (Codex CLI's"
+        " rollouts, $CODEX_HOME/sessions/**/rollout-*.jsonl of the sessions run in this project;"
+        " with --all, every one)",
+    )
+    p.add_argument(
         "--prepare-worker",
         choices=("auto", "on", "off"),
         default=None,
