@@ -24,6 +24,7 @@ from indexer.models import HookPayload
 
 __all__ = [
     "PATCH_TOOL",
+    "SUBAGENT_PROMPT",
     "adapt",
     "is_shell_tool",
     "output_exit_code",
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 PATCH_TOOL = "apply_patch"
+SUBAGENT_PROMPT = "SubagentPrompt"  # a Codex subagent's UserPromptSubmit
 _SHELL_TOOLS = frozenset(
     {"Bash", "shell", "local_shell", "shell_command", "exec_command", "container.exec"}
 )
@@ -51,6 +53,9 @@ def adapt(p: HookPayload, exit_code: int | None = None) -> HookPayload:
     shell call's exit status when known (Codex's payload does not carry it)."""
     tool = p.tool_name
     if not tool:
+        if p.hook_event_name == "UserPromptSubmit" and p.agent_id:
+            # A subagent's task, as its spawn_agent call gave it: not something the user said.
+            return msgspec.structs.replace(p, hook_event_name=SUBAGENT_PROMPT)
         return p
     if is_shell_tool(tool):
         return _shell(p, exit_code)
@@ -164,9 +169,14 @@ def _spawn(p: HookPayload) -> HookPayload:
         texts = [i.get("text") for i in items if isinstance(i, dict)]
         prompt = "\n".join(t for t in texts if isinstance(t, str))
     agent_type = tool_input.get("agent_type") or tool_input.get("role") or "default"
+    # What the call is for: the prompt's first line that is not the agent's name.
+    lines = [ln.strip() for ln in prompt.splitlines() if ln.strip()]
+    about = next((ln for ln in lines if not ln.startswith("AgentId:")), "")[:120]
     fields: dict[str, Any] = {
         "tool_name": "Agent",
-        "tool_input": _raw({"prompt": prompt, "subagent_type": str(agent_type)}),
+        "tool_input": _raw(
+            {"prompt": prompt, "subagent_type": str(agent_type), "description": about}
+        ),
     }
     if p.hook_event_name == "PostToolUse":
         response = _decoded(p.tool_response)

@@ -23,6 +23,7 @@ _SIMPLE_EVENTS = {
     "SessionStart": "session_start",
     "SessionEnd": "session_end",
     "UserPromptSubmit": "prompt",
+    "SubagentPrompt": "subagent_prompt",  # Codex: a subagent's task (codex_payloads)
     "UserPromptExpansion": "prompt_expansion",
     "Stop": "stop",
     "StopFailure": "stop_failure",
@@ -285,7 +286,7 @@ def normalize(
                 error = error or "interrupted"
         elif response.interrupted:
             error = "interrupted"
-    elif kind == "prompt":
+    elif kind in ("prompt", "subagent_prompt"):
         text = p.prompt
         description = clip(p.prompt.strip().split("\n", 1)[0], DESCRIPTION_CHARS)
     elif kind in ("stop", "subagent_stop", "stop_failure", "compact_summary", "fork_stop"):

@@ -46,11 +46,12 @@ def test_the_rollouts_alone_give_the_sessions_story(tmp_path: Path) -> None:
         ["Exit code 1", "FAILED tests/test_export.py::test_header - KeyError: total"],
         ["Exit code 2", "lint: E501"],
     ]
-    prompts = [(r[4], r[7]) for r in rows if r[1] == "prompt"]
+    prompts = [(r[1], r[4], r[7]) for r in rows if r[1] in ("prompt", "subagent_prompt")]
     assert prompts == [
-        ("main", "Fix the CSV export header [[plan:main]]"),
-        ("reviewer-001", "AgentId: reviewer-001\nReview export.py [[plan:sub]]"),
-        ("main", "Now document the export"),
+        ("prompt", "main", "Fix the CSV export header [[plan:main]]"),
+        # The subagent's task, in its lane: not a request of the user's.
+        ("subagent_prompt", "reviewer-001", "AgentId: reviewer-001\nReview export.py [[plan:sub]]"),
+        ("prompt", "main", "Now document the export"),
     ]
     (patch,) = [r for r in rows if r[2] == "apply_patch"]
     assert json.loads(patch[6]) == [str(session.project / "export.py"),

@@ -87,7 +87,9 @@ def test_spawn_agent_is_an_agent_launched_in_the_background() -> None:
     pre = adapt(_payload(hook_event_name="PreToolUse", tool_name="spawn_agent",
                          tool_input={"message": "AgentId: rev-1\nReview"}))  # fmt: skip
     assert pre.tool_name == "Agent"
-    assert _json(pre.tool_input) == {"prompt": "AgentId: rev-1\nReview", "subagent_type": "default"}
+    assert _json(pre.tool_input) == {
+        "prompt": "AgentId: rev-1\nReview", "subagent_type": "default", "description": "Review"
+    }
     post = adapt(_payload(tool_name="spawn_agent", tool_input={"message": "x"},
                           tool_response='{"agent_id":"01a2-b","nickname":"Boole"}'))  # fmt: skip
     assert _json(post.tool_response) == {"status": "async_launched", "agentId": "01a2-b"}
@@ -103,6 +105,13 @@ def test_update_plan_is_a_todo_list() -> None:
             {"content": "Doc", "status": "pending", "activeForm": "Doc"},
         ]
     }
+
+
+def test_a_subagents_prompt_is_not_the_users() -> None:
+    prompt = _payload(hook_event_name="UserPromptSubmit", prompt="AgentId: r\nGo")
+    assert adapt(prompt) is prompt
+    task = _payload(hook_event_name="UserPromptSubmit", prompt="Go", agent_id="01a2", agent_type="default")
+    assert adapt(task).hook_event_name == "SubagentPrompt"
 
 
 def test_other_payloads_are_left_alone() -> None:
