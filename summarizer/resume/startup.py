@@ -25,14 +25,15 @@ def render_startup(
 
     Only what is still in force: the last session's open tasks, the project's unresolved
     failures, its decisions and the active constraints. Lines are added in that order while
-    they fit `max_tokens`. `hosts` maps sessions to the client they ran in: a failure or a
-    decision of a session in another client than the last one's says which.
+    they fit `max_tokens`. `hosts` maps sessions to the client they ran in: when they are
+    not all the last session's, each failure and decision says which client it came from.
     """
     known = hosts or {}
+    mixed = any(host != state.host for host in known.values())
 
     def where(session_id: str) -> str:
         host = known.get(session_id, state.host)
-        return f" (in a {CLIENT_NAMES.get(host, host)} session)" if host != state.host else ""
+        return f" (in a {CLIENT_NAMES.get(host, host)} session)" if mixed else ""
 
     made = dict(zip(state.decisions, state.decision_sessions, strict=False))
     sections = [

@@ -1,5 +1,5 @@
 """The startup memory of a project worked on in Claude Code and in Codex CLI: each failure and
-decision of a session in the other client says so, within the memory's token budget."""
+decision says which client's session it came from, within the memory's token budget."""
 
 from __future__ import annotations
 
@@ -37,13 +37,19 @@ def test_the_other_clients_failures_and_decisions_say_where_they_come_from() -> 
     assert text.startswith('ctxd project memory: left open by session "Fix the CSV export header"'
                            " (01a2340e, Codex)")  # fmt: skip
     assert "- Bash: python -m pytest tests/test_export.py (in a Claude Code session)\n" in text
-    assert "- Bash: ruff check .\n" in text  # the last session's own client: no label
-    assert "Decisions taken:\n- Stream rows with the csv module\n" in text
+    assert "- Bash: ruff check . (in a Codex session)\n" in text
+    assert "Decisions taken:\n- Stream rows with the csv module (in a Codex session)\n" in text
     assert "- Keep the header in export.py (in a Claude Code session)" in text
     as_claude = render_startup(_state("claude", CLAUDE), count, hosts=hosts)
     assert "- Bash: ruff check . (in a Codex session)" in as_claude
     assert "- Stream rows with the csv module (in a Codex session)" in as_claude
     assert count(text) <= STARTUP_MAX_TOKENS and count(as_claude) <= STARTUP_MAX_TOKENS
+
+
+def test_one_client_only_needs_no_labels() -> None:
+    count = get_counter("cl100k_base").count
+    text = render_startup(_state("codex", CODEX), count, hosts={CODEX: "codex"})
+    assert "(in a" not in text and "(01a2340e, Codex)" in text
 
 
 def test_decisions_alone_leave_nothing_open() -> None:
