@@ -94,3 +94,26 @@ def test_without_a_path_only_this_projects_rollouts_are_read(tmp_path: Path) -> 
     shutil.rmtree(session.codex_home / "sessions")
     gone = run_cli("import", "--host", "codex", cwd=session.project, env=env)
     assert gone.returncode != 0 and "CODEX_HOME" in gone.stderr
+
+
+def test_a_plan_in_a_rollout_is_the_sessions_todo_list(tmp_path: Path) -> None:
+    # Codex runs no hook for update_plan: only its rollout has the plan.
+    session = recorded_session(tmp_path)
+    rollout = session.main_rollout()
+    lines = rollout.read_text().splitlines()
+    call = next(json.loads(x) for x in lines if '"name":"update_plan"' in x)
+    output = next(json.loads(x) for x in lines if '"unsupported call: update_plan"' in x)
+    output["payload"]["output"] = "Plan updated"
+    with rollout.open("a") as f:
+        for rec in (call, output):
+            rec["payload"]["call_id"] = "call_plan_1"
+            rec["ordinal"] += 1000
+            f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+    state = tmp_path / "state"
+    _import(session, state, str(rollout))
+    assert run_cli("sessions", state_dir=state).returncode == 0  # brings todos.json up to date
+    todos = json.loads((state / "sessions" / session.session_id / "todos.json").read_text())
+    assert {t["content"]: t["status"] for t in todos["todos"]} == {
+        "Fix the header": "completed",
+        "Document the export": "in_progress",
+    }
