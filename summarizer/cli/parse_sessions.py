@@ -48,8 +48,8 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--transcript",
         metavar="PATH",
-        help="Claude Code's transcript of the session (default: the one its last SessionStart"
-        " named)",
+        help="the session's transcript (Claude Code's, or Codex's rollout; default: the one its"
+        " last SessionStart named)",
     )
 
     p = add(

@@ -81,3 +81,16 @@ def test_without_its_rollout_a_codex_command_is_not_called_failed(tmp_path: Path
     _codex_hook(event, state)
     assert run_cli("ingest", state_dir=state).returncode == 0
     assert query(state, "SELECT event, output_summary FROM entries") == [("tool_result", "FAILED x\n")]
+
+
+def test_the_preview_of_a_codex_session_is_what_codex_would_get(tmp_path: Path) -> None:
+    session = recorded_session(tmp_path)
+    state = tmp_path / "state"
+    for p in session.payloads:
+        _codex_hook(json.dumps(p).encode(), state, cwd=session.project)
+    preview = run_cli("resume", session.session_id[:8], "--preview", "--source", "compact",
+                      state_dir=state)  # fmt: skip
+    assert preview.returncode == 0, preview.stderr
+    assert preview.stdout.startswith("ctxd notes for session")
+    assert "Codex's own summary:" in preview.stdout
+    assert len(preview.stdout.encode()) <= 9_800 + 1  # Codex's limit, and the final newline
