@@ -152,3 +152,25 @@ def test_host_all_installs_both_clients(project: Path, tmp_path: Path) -> None:
     assert len(_trusted(home, project / ".codex" / "hooks.json")) == 9
     dry = run_cli("init", "--host", "all", "--uninstall", "--dry-run", cwd=project, env=env)
     assert dry.returncode == 0 and (project / ".codex" / "hooks.json").exists()
+
+
+def test_doctor_says_when_codex_would_skip_ctxds_hooks(project: Path, tmp_path: Path) -> None:
+    home = _home(tmp_path, f'[projects."{project}"]\ntrust_level = "trusted"\n')
+    env = clean_env(CODEX_HOME=str(home), HOME=str(project.parent))
+    assert _init(project, home).returncode == 0
+
+    def line() -> str:
+        done = run_cli("doctor", "--json", cwd=project, env=env)
+        checks = {c["name"]: c for c in json.loads(done.stdout)}
+        assert checks["hooks"]["status"] == "OK"  # no Claude Code hooks: not a failure here
+        return f'{checks["codex hooks"]["status"]} {checks["codex hooks"]["detail"]}'
+
+    assert line().startswith("OK all 9 events installed")
+    # The user moves a hook of their own in front of ctxd's: every key names a place.
+    hooks_path = project / ".codex" / "hooks.json"
+    doc = json.loads(hooks_path.read_text())
+    doc["hooks"]["Stop"].insert(0, {"hooks": [{"type": "command", "command": "true"}]})
+    hooks_path.write_text(json.dumps(doc))
+    assert line().startswith("WARN 1 of ctxd's Codex hooks")
+    assert _init(project, home).returncode == 0  # the fix the doctor gives
+    assert line().startswith("OK")
