@@ -18,6 +18,7 @@ from claude_standin import Plan
 from codex_client import codex_cli, codex_env, run_codex, write_config
 from codex_standin import CodexStandin, exec_call, patch, reply, serve, spawn
 from helpers import query, run_cli
+from resume_story import Daemons
 
 TEST_CMD = "python3 -c \"import sys, export; sys.exit(0 if export.header()[-1] == 'total' else 1)\""
 FIX = (
@@ -115,3 +116,41 @@ def test_real_codex_session(tmp_path: Path) -> None:
     gone = run_cli("init", "--host", "codex", "--uninstall", cwd=project, env=env)
     assert gone.returncode == 0, gone.stderr
     assert "trusted_hash" not in (codex_home / "config.toml").read_text()
+
+
+def test_real_codex_compaction_mid_turn_with_the_daemon(tmp_path: Path) -> None:
+    # The window fills during a turn: Codex compacts between two of its requests and runs
+    # SessionStart "compact" there, with no resume; the daemon indexes as the session goes.
+    codex_cli()
+    project, home, codex_home = tmp_path / "proj", tmp_path / "home", tmp_path / "codex-home"
+    project.mkdir()
+    home.mkdir()
+    (project / ".git").mkdir()
+    (project / "export.py").write_text("def header():\n    return ['id', 'amount']\n")
+    work = [[exec_call(TEST_CMD)], [patch(FIX)], [exec_call(TEST_CMD)], [reply("Done.")]]
+    standin = CodexStandin({"work": Plan(work, usage={1: 200_000})})
+    server, port = serve(standin)
+    write_config(codex_home, port, project)
+    env = codex_env(home, codex_home)
+    daemons = Daemons()
+    try:
+        assert run_cli("init", "--host", "codex", cwd=project, env=env).returncode == 0
+        daemons.start(project / ".ctxd")
+        sid = run_codex(project, env, "Fix the CSV export header [[plan:work]]")
+    finally:
+        daemons.stop_all()
+        server.shutdown()
+        server.server_close()
+    reqs = standin.requests
+    compactions = [i for i, b in enumerate(reqs) if standin.is_compaction(b)]
+    assert len(compactions) == 1, compactions
+    after = compactions[0] + 1
+    assert after < len(reqs)  # the turn went on after the compaction
+    for i, body in enumerate(reqs):
+        expected = 1 if i == after else 0
+        assert len(NOTES.findall(_texts(body))) == expected, (i, after)
+    sent = _texts(reqs[after])
+    assert "export.header()" in sent  # the failing test command, in the notes
+    log = [json.loads(x) for x in (project / ".ctxd" / "resume" / sid / "starts.jsonl")
+           .read_text().split("\n") if x]  # fmt: skip
+    assert [(r["source"], r["injected"]) for r in log] == [("startup", False), ("compact", True)]
