@@ -137,14 +137,20 @@ def _shell_result(response: Any) -> tuple[str, int | None]:
 
 
 def _patch(p: HookPayload) -> HookPayload:
+    # The patch is kept as `patch` (Codex sends it as `command`): it is no command line.
+    tool_input = _decoded(p.tool_input)
+    fields: dict[str, Any] = {}
+    if isinstance(tool_input, dict) and "command" in tool_input:
+        kept = {k: v for k, v in tool_input.items() if k != "command"}
+        fields["tool_input"] = _raw({"patch": tool_input["command"], **kept})
     if p.hook_event_name != "PostToolUse":
-        return p
+        return msgspec.structs.replace(p, **fields)
     response = _decoded(p.tool_response)
     output = response if isinstance(response, str) else ""
     code = output_exit_code(output) if output else None
     if code:
-        return _failed(p, {}, code, output.split("Output:\n", 1)[-1])
-    return p
+        return _failed(p, fields, code, output.split("Output:\n", 1)[-1])
+    return msgspec.structs.replace(p, **fields)
 
 
 def _failed(p: HookPayload, fields: dict[str, Any], code: int, output: str) -> HookPayload:

@@ -67,6 +67,7 @@ class ToolInput(msgspec.Struct, frozen=True, gc=False):
     subject: str = ""
     taskId: str = ""
     name: str = ""
+    patch: str = ""  # Codex's apply_patch (indexer.codex_payloads)
 
 
 class ToolResponse(msgspec.Struct, frozen=True, gc=False):
@@ -273,7 +274,7 @@ def normalize(
         if path and p.tool_name in FILE_TOOLS:
             files = (path,)
         elif p.tool_name == PATCH_TOOL:
-            files = patch_files(ti.command, p.cwd)
+            files = patch_files(ti.patch, p.cwd)
             description = f"{PATCH_TOOL} {' '.join(files)}".strip()
         if is_agent_tool:
             instruction = clip(ti.prompt, max_text_chars)

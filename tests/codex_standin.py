@@ -21,12 +21,15 @@ from typing import Any
 
 from claude_standin import Plan
 
-__all__ = ["COMPACT_ASK", "CodexStandin", "exec_call", "patch", "reply", "serve", "spawn"]
+__all__ = [
+    "COMPACT_ASK", "CodexStandin", "exec_call", "patch", "reply", "serve", "spawn", "wait_agent",
+]  # fmt: skip
 
 Item = dict[str, Any]  # one output item of an answer (a call, or a message)
 COMPACT_ASK = "CONTEXT CHECKPOINT COMPACTION"
 _PLAN = re.compile(r"\[\[plan:([a-z0-9]+)\]\]")
 _CALL = re.compile(r"^call_([a-z0-9]+)_(\d+)$")
+_AGENT = "<spawned agent>"
 
 
 def exec_call(cmd: str) -> Item:
@@ -43,6 +46,13 @@ def spawn(message: str) -> Item:
     """A subagent started with `spawn_agent` (in the multi_agent_v1 namespace)."""
     return {"type": "function_call", "name": "spawn_agent", "namespace": "multi_agent_v1",
             "arguments": json.dumps({"message": message})}  # fmt: skip
+
+
+def wait_agent() -> Item:
+    """A `wait_agent` call for the subagent the last `spawn_agent` started (its id is filled
+    in from that call's output)."""
+    return {"type": "function_call", "name": "wait_agent", "namespace": "multi_agent_v1",
+            "arguments": json.dumps({"targets": [_AGENT], "timeout_ms": 60000})}  # fmt: skip
 
 
 def reply(text: str) -> Item:
@@ -78,11 +88,25 @@ class CodexStandin:
             if item["type"] == "message":
                 out.append(_with_id(item, f"msg_{name}_{index}_{k}"))
             else:
-                out.append({**item, "call_id": f"call_{name}_{index}" + (f"x{k}" if k else "")})
+                call = {**item, "call_id": f"call_{name}_{index}" + (f"x{k}" if k else "")}
+                if _AGENT in call.get("arguments", ""):
+                    call["arguments"] = call["arguments"].replace(_AGENT, _spawned(items))
+                out.append(call)
         return out, self.plans[name].usage.get(index, 3000)
 
     def is_compaction(self, body: dict[str, Any]) -> bool:
         return COMPACT_ASK in _last_user_text(body.get("input", []))
+
+
+def _spawned(items: list[Item]) -> str:
+    """The id of the agent the conversation's last spawn_agent call started."""
+    for item in reversed(items):
+        if item.get("type") == "function_call_output" and '"agent_id"' in str(item.get("output")):
+            try:
+                return str(json.loads(str(item["output"]))["agent_id"])
+            except (ValueError, KeyError):
+                continue
+    return ""
 
 
 def _with_id(item: Item, item_id: str) -> Item:
@@ -98,6 +122,7 @@ def _text(item: Item) -> str:
 
 def _last_user_text(items: list[Item]) -> str:
     users = [i for i in items if i.get("type") == "message" and i.get("role") == "user"]
+    users = [i for i in users if not _text(i).startswith("<")] or users
     return _text(users[-1]) if users else ""
 
 
@@ -105,8 +130,11 @@ def _next_step(items: list[Item], last_user: str, plans: dict[str, Plan]) -> tup
     """The turn after the last call's output; else the first turn of the plan the last user
     message names (after a compaction that message is Codex's summary: no plan restarts)."""
     for item in reversed(items):
+        # A user message Codex adds itself (`<subagent_notification>…`) is no new request.
         if item.get("type") == "message" and item.get("role") == "user":
-            break
+            if not _text(item).startswith("<"):
+                break
+            continue
         if str(item.get("type", "")).endswith("_output"):
             m = _CALL.match(str(item.get("call_id", "")).split("x")[0])
             if m and m[1] in plans:

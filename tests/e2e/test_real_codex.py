@@ -16,7 +16,7 @@ from typing import Any
 
 from claude_standin import Plan
 from codex_client import codex_cli, codex_env, run_codex, write_config
-from codex_standin import CodexStandin, exec_call, patch, reply, serve, spawn
+from codex_standin import CodexStandin, exec_call, patch, reply, serve, spawn, wait_agent
 from helpers import query, run_cli
 from resume_story import Daemons
 
@@ -34,12 +34,13 @@ def _plans(project: Path) -> dict[str, Plan]:
         [patch(FIX)],
         [exec_call(TEST_CMD)],
         [spawn("AgentId: reviewer-001\nReview export.py [[plan:review]]")],
+        [wait_agent()],  # so that the subagent ends within the turn
         [exec_call("python3 -c 'import sys; print(\"E501 line too long\"); sys.exit(2)'")],
         [reply("The header is fixed and tested; the lint error is left for later.")],
     ]
     return {
         # The last turn reports a nearly full window: the next turn compacts first.
-        "work": Plan(work, usage={5: 200_000}),
+        "work": Plan(work, usage={6: 200_000}),
         "review": Plan([[exec_call("grep -n total export.py")], [reply("Reviewed: fine.")]]),
     }
 
@@ -104,6 +105,11 @@ def test_real_codex_session(tmp_path: Path) -> None:
     assert query(state, "SELECT agent_id, status FROM agents") == [("reviewer-001", "completed")]
     summaries = query(state, "SELECT text FROM entries WHERE event='post_compact'")
     assert summaries == [("The export header fix is in progress.",)]
+
+    # Its page: the failing test passed after the patch.
+    page = tmp_path / "page.html"
+    assert run_cli("view", sid, "-o", str(page), cwd=project, env=env).returncode == 0
+    assert "after: apply_patch export.py" in page.read_text()
 
     # Its rollouts hold nothing the hooks did not capture.
     before = query(state, "SELECT count(*) FROM entries")

@@ -75,7 +75,8 @@ def test_apply_patch_names_its_files_and_fails_on_its_exit_code() -> None:
     assert patch_files(patch, "/p") == ("/p/src/a.py", "/abs/b.md", "/p/c.py", "/p/d.py", "/p/e.py")
     ok = _payload(tool_name="apply_patch", tool_input={"command": patch},
                   tool_response="Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess.\n")  # fmt: skip
-    assert adapt(ok) == ok
+    passed = adapt(ok)
+    assert passed.hook_event_name == "PostToolUse" and _json(passed.tool_input) == {"patch": patch}
     bad = _payload(tool_name="apply_patch", tool_input={"command": patch},
                    tool_response="Exit code: 1\nWall time: 0 seconds\nOutput:\nno such file\n")  # fmt: skip
     failed = adapt(bad)
