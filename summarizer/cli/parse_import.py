@@ -13,7 +13,8 @@ def register(add: AddCommand) -> None:
     p = add(
         "import",
         "summarizer.cli.import_cmd:cmd_import",
-        "import Claude Code transcripts already on disk (only what is new since the last import)",
+        "import Claude Code transcripts (or with --host codex Codex CLI's rollouts) already on"
+        " disk (only what is new since the last import)",
     )
     p.add_argument(
         "paths",

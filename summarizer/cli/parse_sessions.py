@@ -64,7 +64,7 @@ def register(add: AddCommand) -> None:
         "init",
         "summarizer.cli.init_cmd:cmd_init",
         "create .ctxd/, install ctxd's hooks in .claude/settings.local.json (this machine) and"
-        " its MCP server in .mcp.json",
+        " its MCP server in .mcp.json; with --host codex, in Codex CLI's hooks.json",
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
