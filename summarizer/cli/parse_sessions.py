@@ -80,7 +80,7 @@ def register(add: AddCommand) -> None:
         "--uninstall",
         action="store_true",
         help="stop the daemon and remove what ctxd added (hooks, the MCP server, files it created,"
-        " its backups)",
+        " its backups); with --host codex, Codex's hooks only (the daemon keeps running)",
     )
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
     p.add_argument(
