@@ -347,9 +347,11 @@ def _prune_empty(doc: Any) -> None:
         del doc["features"]
 
 
-def _write(path: Path, text: str) -> None:
+def _write(requested: Path, text: str) -> None:
     from summarizer.cli.install import write_private
 
+    # Through a symlink (dotfile managers), as `ctxd init` writes Claude Code's settings.
+    path = requested.resolve() if requested.is_symlink() else requested
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = (path.stat().st_mode & 0o777) if path.exists() else 0o600
     write_private(path, text.encode("utf-8"))
