@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from indexer.codex_outcomes import ROLLOUT_NAME
-from indexer.codex_payloads import adapt, is_shell_tool, output_exit_code
+from indexer.codex_payloads import adapt, is_shell_tool, output_exit_code, shell_command
 from indexer.models import HookPayload
 from indexer.statedir import state_dir
 from indexer.transcript_records import ImportedEvent, RecordError, event_ts_ns
@@ -31,6 +31,9 @@ _HEAD_BYTES = 1 << 18  # session_meta carries the base instructions: a long firs
 _DECODE = msgspec.json.Decoder()
 _ENCODE = msgspec.json.Encoder()
 _SPAWN = "spawn_agent"
+# Code mode's script runner and its wait: Codex runs no hook for them, only for the tools the
+# script calls.
+_CODE_MODE = frozenset({"exec", "wait"})
 
 
 class _Record(msgspec.Struct, frozen=True, gc=False):
@@ -142,19 +145,46 @@ class CodexConverter:
                 prompt = _text(item.get("content"))
                 fields = {"prompt": prompt}
                 return [self._event_of(rec, "UserPromptSubmit", fields)] if prompt else []
-            if item.get("type") == "CommandExecution" and isinstance(item.get("id"), str):
+            item_id = item.get("id")
+            if not isinstance(item_id, str) or not item_id:
+                return []
+            if item.get("type") == "CommandExecution":
                 code = item.get("exit_code")
                 output = item.get("aggregated_output")
-                self.ended[item["id"]] = (
-                    code if isinstance(code, int) else None,
-                    output if isinstance(output, str) else "",
-                )
+                ended = (code if isinstance(code, int) else None,
+                         output if isinstance(output, str) else "")  # fmt: skip
+                if item_id in self.pending:  # the model's own call: its output comes next
+                    self.ended[item_id] = ended
+                    return []
+                # A call a code-mode script made (`tools.exec_command`): no item of its own.
+                command = shell_command({"command": item.get("command")})
+                call = {"tool_name": "Bash", "tool_use_id": item_id,
+                        "tool_input": {"command": command}, "tool_response": ended[1]}  # fmt: skip
+                return [self._event_of(rec, "PostToolUse", call, ended[0])]
+            if item.get("type") == "FileChange" and item_id not in self.pending:
+                return [self._nested_patch(rec, item_id, item)]
         elif kind == "task_complete":
             text = p.get("last_agent_message")
             if isinstance(text, str) and text:
                 event = "SubagentStop" if self.agent else "Stop"
                 return [self._event_of(rec, event, {"last_assistant_message": text})]
         return []
+
+    def _nested_patch(self, rec: _Record, item_id: str, item: dict[str, Any]) -> ImportedEvent:
+        """A code-mode script's `tools.apply_patch`: the files it changed, as a patch names them."""
+        changes = item.get("changes")
+        verbs = {"add": "Add", "update": "Update", "delete": "Delete"}
+        lines = [
+            f"*** {verbs.get(str(c.get('type')), 'Update')} File: {path}"
+            for path, c in (changes.items() if isinstance(changes, dict) else [])
+            if isinstance(c, dict)
+        ]
+        ok = item.get("status") == "completed"
+        fields = {"tool_name": "apply_patch", "tool_use_id": item_id,
+                  "tool_input": {"command": "\n".join(lines)},
+                  "tool_response": f"Exit code: {0 if ok else 1}\nOutput:\n"
+                                   f"{item.get('stdout') or ''}"}  # fmt: skip
+        return self._event_of(rec, "PostToolUse", fields)
 
     def _item(
         self, rec: _Record, p: dict[str, Any], offset: int, line_no: int
@@ -164,6 +194,8 @@ class CodexConverter:
         if not isinstance(call_id, str) or not call_id:
             return []
         if kind in ("function_call", "custom_tool_call", "local_shell_call"):
+            if p.get("name") in _CODE_MODE:
+                return []  # the script runs tools of its own, and those are what hooks see
             tool, tool_input = _call_of(p)
             self.pending[call_id] = _Call(tool, tool_input, offset, line_no)
             if tool == _SPAWN:  # the one tool ctxd's PreToolUse hook listens to

@@ -1,4 +1,4 @@
-"""The recorded Codex CLI session of tests/data/codex/session-0.171.0, laid out in a temp folder."""
+"""The Codex CLI sessions recorded in tests/data/codex/, laid out in a temp folder."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-FIXTURE = Path(__file__).parent / "data" / "codex" / "session-0.171.0"
+DATA = Path(__file__).parent / "data" / "codex"
 
 
 @dataclass(frozen=True)
@@ -31,24 +31,25 @@ class CodexSession:
         return next(p for p in self.rollouts() if p.name.endswith(f"{self.session_id}.jsonl"))
 
 
-def recorded_session(dest: Path) -> CodexSession:
-    """Copy the recording under `dest` (a CODEX_HOME and a project folder) and return it.
+def recorded_session(dest: Path, name: str = "session-0.171.0") -> CodexSession:
+    """Copy the recording `name` under `dest` (a CODEX_HOME and a project folder); return it.
 
     The rollouts' times are moved to end a second ago: a test that replays the hook payloads
     now then sees them as near in time as the live session did.
     """
+    fixture = DATA / name
     codex_home, project = dest / "codex-home", dest / "project"
     project.mkdir(parents=True)
     (project / "export.py").write_text('def header():\n    return ["id", "amount", "total"]\n')
-    sources = sorted((FIXTURE / "codex-home").rglob("*.jsonl"))
+    sources = sorted((fixture / "codex-home").rglob("*.jsonl"))
     stamps = [m[1] for src in sources for m in _STAMP.finditer(src.read_text())]
     shift = datetime.now(UTC) - timedelta(seconds=1) - _parse(max(stamps))
     for src in sources:
-        out = codex_home / src.relative_to(FIXTURE / "codex-home")
+        out = codex_home / src.relative_to(fixture / "codex-home")
         out.parent.mkdir(parents=True, exist_ok=True)
         text = _STAMP.sub(lambda m: f'"timestamp":"{_format(_parse(m[1]) + shift)}"', src.read_text())
         out.write_text(_fill(text, codex_home, project))
-    text = _fill((FIXTURE / "hook-payloads.jsonl").read_text(), codex_home, project)
+    text = _fill((fixture / "hook-payloads.jsonl").read_text(), codex_home, project)
     payloads = [json.loads(line) for line in text.splitlines() if line.strip()]
     return CodexSession(codex_home, project, payloads)
 

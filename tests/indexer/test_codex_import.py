@@ -117,3 +117,28 @@ def test_a_plan_in_a_rollout_is_the_sessions_todo_list(tmp_path: Path) -> None:
         "Fix the header": "completed",
         "Document the export": "in_progress",
     }
+
+
+def test_a_code_mode_session_gives_the_calls_its_scripts_made(tmp_path: Path) -> None:
+    # Code mode: the model's one tool runs a script; hooks see the tools the script calls, and
+    # the rollout has only their ends. The script itself is no event.
+    session = recorded_session(tmp_path, "code-mode-0.171.0")
+    alone, both = tmp_path / "alone", tmp_path / "both"
+    _import(session, alone, str(session.main_rollout()))
+    rows = query(alone, "SELECT event, tool_name, tool_use_id, error, files FROM entries"
+                        " WHERE tool_name<>'' ORDER BY ts_ns")  # fmt: skip
+    assert [(r[0], r[1], r[3].split("\n")[0]) for r in rows] == [
+        ("tool_failure", "Bash", "Exit code 4"),
+        ("tool_result", "apply_patch", ""),
+    ]
+    assert all(r[2].startswith("exec-") for r in rows)
+    assert json.loads(rows[1][4]) == [str(session.project / "a.txt")]
+    _capture(session, both)
+    captured = query(both, _ENTRIES)
+    out = _import(session, both, str(session.main_rollout()))
+    tools = [r for r in query(both, _ENTRIES) if r[2]]
+    assert [(r[1], r[2]) for r in tools] == [
+        ("tool_use", "Bash"), ("tool_failure", "Bash"),
+        ("tool_use", "apply_patch"), ("tool_result", "apply_patch"),
+    ]  # fmt: skip
+    assert [r for r in query(both, _ENTRIES) if r[2]] == [r for r in captured if r[2]], out
