@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         StateDirError,
         translate_sqlite_errors,
     )
-    from indexer.fileio import sweep_temp_files, write_atomic
+    from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
     from indexer.hook import HOOK_FAILURES, failure_count
     from indexer.ingest_lines import IngestStats
     from indexer.lineguard import INT64_MAX
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
+    from indexer.plugin import CTXD_VENV, installed_ctxd
     from indexer.redact import redact_text
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
     from indexer.secret_scan import find_secrets
@@ -83,6 +84,7 @@ _EXPORTS = {
     "failure_count": "indexer.hook",
     "write_atomic": "indexer.fileio",
     "sweep_temp_files": "indexer.fileio",
+    "lines_backwards": "indexer.fileio",
     "iso_utc": "indexer.view_writer",
     "rebuild_all": "indexer.views",
     "AGENT_TOOLS": "indexer.normalize",
@@ -112,10 +114,13 @@ _EXPORTS = {
     "LARGE_PASS_LINES": "indexer.release",
     "unread_bytes": "indexer.spool_changes",
     "WRITER_CACHE_KIB": "indexer.store",
+    "CTXD_VENV": "indexer.plugin",
+    "installed_ctxd": "indexer.plugin",
 }
 
 __all__ = [
     "AGENT_TOOLS",
+    "CTXD_VENV",
     "EDIT_TOOLS",
     "HOOK_FAILURES",
     "INT64_MAX",
@@ -147,10 +152,12 @@ __all__ = [
     "flock_within",
     "git_root",
     "has_unread",
+    "installed_ctxd",
     "is_locked",
     "is_segment_name",
     "iso_utc",
     "lag",
+    "lines_backwards",
     "load_config",
     "lock_is_held",
     "malloc_trim",

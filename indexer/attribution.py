@@ -209,6 +209,10 @@ class AgentRegistry:
         agent_id = s.aliases.get(cc)
         if agent_id is not None:
             return agent_id
+        agent_id = s.by_tool.get(cc)  # a 1.0.x subagent is named by its Task call's id
+        if agent_id is not None:
+            self._link(s, e.session_id, cc, agent_id)
+            return agent_id
         wanted = e.agent_type.lower()
         for candidate in s.pending:  # oldest started agent of the same type (FIFO)
             if not wanted or s.agents[candidate].agent_type.lower() == wanted:

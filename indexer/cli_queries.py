@@ -57,7 +57,7 @@ def session_agents(conn: sqlite3.Connection, session_id: str) -> list[dict[str, 
         " (SELECT count(*) FROM entries e WHERE e.session_id=a.session_id"
         "  AND e.agent_id=a.agent_id AND e.error!=''),"
         " (SELECT e.instruction FROM entries e WHERE e.session_id=a.session_id"
-        "  AND e.agent_id=a.agent_id AND e.instruction!='' ORDER BY e.id LIMIT 1)"
+        "  AND e.agent_id=a.agent_id AND e.instruction!='' ORDER BY e.ts_ns, e.pid LIMIT 1)"
         " FROM agents a WHERE a.session_id=? ORDER BY a.started_ns, a.agent_id",
         (session_id,),
     ).fetchall()

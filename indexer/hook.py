@@ -2,10 +2,10 @@
 
 # This module is the hot path: Claude Code runs it for every tool call, and PreToolUse
 # serialises against the tool. It therefore imports only os, sys, time and fcntl at module
-# level, never parses the payload, and swallows every error. It also runs as a plain script
-# (`python -I -S .../indexer/hook.py`) so that it need not import the `indexer` package.
-# SessionStart is the one exception: after appending, it may print the resume context,
-# which is done by a lazily imported module (see `_session_start`).
+# level, never parses the payload, and swallows every error. It runs as a top-level module
+# of run_hook.py, so that it need not import the `indexer` package. A few events need more
+# after the append (`answer_kind`): that is done by lazily imported modules, or, in the
+# Claude Code plugin, by the installed ctxd (indexer/plugin.py).
 
 import fcntl
 import os
@@ -13,9 +13,7 @@ import sys
 import time
 
 _ENVELOPE_VERSION = 1
-# The clients whose events the spool line names (`--host codex` in the installed command):
-# a Claude Code event's line carries no host, exactly as before hosts existed.
-HOSTS = ("codex",)
+HOSTS = ("codex",)  # clients a spool line names (`--host codex`); Claude Code's name none
 HOOK_FAILURES = "hook-failures"  # in the state dir: one byte per event that could not be spooled
 _MAX_ENV_PATH = 4096
 # A hook output must not block Claude Code for long: the SessionStart marker check reads
@@ -30,6 +28,8 @@ _AGENT_CALL_FAILED_MARKS = (
     b'"hook_event_name":"PostToolUseFailure"',
     b'"hook_event_name":"PermissionDenied"',
 )
+# An event that needs more than its append names one of these in its first 4 KiB.
+_ANSWERED_WORDS = (b"SessionStart", b"PreCompact", b"Subagent", b"Agent", b"Task")
 
 
 # The same rule as indexer/statedir.py (a copy: this script imports only the stdlib, and
@@ -88,9 +88,8 @@ def build_line(payload: bytes, ts_ns: int, pid: int, host: str = "") -> bytes:
     """
     body = payload.strip().replace(b"\r", b" ").replace(b"\n", b" ")
     head = b'{"ctxd":%d,"ts_ns":%d,"pid":%d,' % (_ENVELOPE_VERSION, ts_ns, pid)
-    if host:
-        head += b'"host":"%s",' % host.encode()
-    return head + b'"event":' + body + b"}\n"
+    named = b'"host":"%s",' % host.encode() if host else b""
+    return head + named + b'"event":' + body + b"}\n"
 
 
 # The same walk as indexer/safefs.py, which the daemon and the commands use (a copy: this
@@ -173,8 +172,7 @@ def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) 
 
 
 def append_event(payload: bytes, base: str, host: str = "") -> str:
-    """Spool one payload under the state directory `base` (see `run`); `host` names the
-    client that sent it when it is not Claude Code (see `build_line`).
+    """Spool one payload (of client `host`, see `build_line`) under the state dir `base`.
 
     No symlink is followed: the state directory and its spool are opened with O_NOFOLLOW
     and the segment relative to the spool's descriptor; a state directory that is a symlink,
@@ -235,13 +233,49 @@ def _read_stdin() -> bytes:
         return b""
 
 
+def answer_kind(payload: bytes) -> str:
+    """What the hook does after the append: "SessionStart" (print the notes), "PreCompact"
+    (start their build), "SubagentStart" (print the handoff), "AgentCall", "AgentCallFailed"
+    and "SubagentStop" (the handoff's bookkeeping); "" for every other event."""
+    head = payload[:4096]
+    if not any(word in head for word in _ANSWERED_WORDS):  # tool events: a few scans, no copy
+        return ""
+    head = head.replace(b" ", b"")
+    if _SESSION_START_MARK in head:
+        return "SessionStart"
+    if _PRE_COMPACT_MARK in head:
+        return "PreCompact"
+    if _SUBAGENT_START_MARK in head:
+        return "SubagentStart"
+    if _SUBAGENT_STOP_MARK in head:
+        return "SubagentStop"
+    if any(m in head for m in _AGENT_CALL_MARKS):
+        if _PRE_TOOL_USE_MARK in head:
+            return "AgentCall"
+        if any(m in head for m in _AGENT_CALL_FAILED_MARKS):
+            return "AgentCallFailed"
+    return ""
+
+
+def respond(payload: bytes, base: str, kind: str = "", host: str = "") -> None:
+    """Do here what `answer_kind` says the event of client `host` needs after its append (the
+    Claude Code plugin runs this in the installed ctxd's environment). Never raises."""
+    kind = kind or answer_kind(payload)
+    if kind == "SessionStart":
+        _session_start(payload, base, host)
+    elif kind == "PreCompact":
+        _prebuild(payload, base)
+    elif kind:
+        _handoff(payload, base, kind)
+
+
 def _as_plugin() -> bool:
     """True when Claude Code runs this script as a plugin's hook (then indexer.plugin is
-    importable from this checkout, ahead of anything else)."""
+    importable from the plugin's folder, ahead of anything else)."""
     if not os.environ.get("CLAUDE_PLUGIN_ROOT"):
         return False
-    # This checkout first on sys.path, and no site: an unrelated `indexer` distribution in
-    # the system Python must not shadow ours.
+    # The plugin's folder first on sys.path, and no site: an unrelated `indexer` distribution
+    # in the system Python must not shadow ours.
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if root not in sys.path:
         sys.path.insert(0, root)
@@ -253,18 +287,11 @@ def _as_plugin() -> bool:
 def _session_start(payload: bytes, base: str, host: str = "") -> None:
     # Only SessionStart may print (its stdout becomes context). The heavy lifting lives in
     # summarizer.resume.hook, imported only for this event.
-    if _SESSION_START_MARK not in payload[:4096].replace(b" ", b""):
-        return
     try:
-        if _as_plugin():
-            from indexer import plugin
+        _importable_summarizer()
+        from summarizer.resume.hook import session_start_output
 
-            text = plugin.session_start(payload, base)
-        else:
-            _importable_summarizer()
-            from summarizer.resume.hook import session_start_output
-
-            text = session_start_output(payload, base, host)
+        text = session_start_output(payload, base, host)
     except Exception:
         return
     if text:
@@ -275,15 +302,11 @@ def _session_start(payload: bytes, base: str, host: str = "") -> None:
 def _prebuild(payload: bytes, base: str) -> None:
     # PreCompact: the compaction takes seconds, so build the notes now. A running daemon does
     # it on its own; otherwise start a detached builder (stdio on /dev/null, its own session,
-    # so Claude Code does not wait for it).
+    # so Claude Code does not wait for it). Plugin 0.1.0 calls this by name in the installed
+    # ctxd, hence the name and the check of the event.
     if _PRE_COMPACT_MARK not in payload[:4096].replace(b" ", b""):
         return
     try:
-        if _as_plugin():
-            from indexer import plugin
-
-            plugin.pre_compact(payload, base)
-            return
         _importable_summarizer()
         from indexer.locks import lock_is_held
         from summarizer.resume.hook import read_settings, spawn_detached
@@ -294,37 +317,27 @@ def _prebuild(payload: bytes, base: str) -> None:
         pass
 
 
-def _handoff(payload: bytes, base: str) -> None:
+def _handoff(payload: bytes, base: str, kind: str) -> None:
     # Subagents: SubagentStart prints the handoff queued for it (its stdout becomes the
     # subagent's context); an Agent call (PreToolUse) queues that handoff; SubagentStop of an
     # agent its call named writes the account of that run (no daemon needed, no process started).
-    head = payload[:4096].replace(b" ", b"")
     try:
-        if _SUBAGENT_START_MARK in head:
-            _importable_summarizer(site_packages=False)  # the subagent waits: stdlib only
-            from summarizer.handoff.hook import subagent_start_output
+        # Only the Agent call needs site-packages; SubagentStart, which the subagent waits
+        # for, and the others are standard library only.
+        _importable_summarizer(site_packages=kind == "AgentCall")
+        import summarizer.handoff.hook as handoff
 
-            text = subagent_start_output(payload, base)
+        if kind == "SubagentStart":
+            text = handoff.subagent_start_output(payload, base)
             if text:
                 sys.stdout.write(text)
                 sys.stdout.flush()
-        elif _PRE_TOOL_USE_MARK in head and any(m in head for m in _AGENT_CALL_MARKS):
-            _importable_summarizer()
-            from summarizer.handoff.hook import agent_call
-
-            agent_call(payload, base)
-        elif any(m in head for m in _AGENT_CALL_FAILED_MARKS) and any(
-            m in head for m in _AGENT_CALL_MARKS
-        ):
-            _importable_summarizer(site_packages=False)
-            from summarizer.handoff.hook import agent_call_failed
-
-            agent_call_failed(payload, base)
-        elif _SUBAGENT_STOP_MARK in head:
-            _importable_summarizer(site_packages=False)
-            from summarizer.handoff.hook import agent_stopped
-
-            agent_stopped(payload, base)
+        elif kind == "AgentCall":
+            handoff.agent_call(payload, base)
+        elif kind == "AgentCallFailed":
+            handoff.agent_call_failed(payload, base)
+        elif kind == "SubagentStop":
+            handoff.agent_stopped(payload, base)
     except Exception:
         pass
 
@@ -346,19 +359,12 @@ def _importable_summarizer(site_packages: bool = True) -> None:
         sys.path.append(root)
 
 
-def host_of(argv: list[str]) -> str:
-    """The client named by `--host NAME` in the hook's arguments ("" for Claude Code)."""
-    for i, arg in enumerate(argv[1:-1], 1):
-        if arg == "--host" and argv[i + 1] in HOSTS:
-            return argv[i + 1]
-    return ""
-
-
 def main() -> int:
     """Entry point of `ctxd-hook`: never raises, always returns 0."""
     try:
         payload = _read_stdin()
-        host = host_of(sys.argv)
+        argv = sys.argv  # `run_hook.py --host codex` is what `ctxd init --host codex` installs
+        host = argv[2] if argv[1:2] == ["--host"] and argv[2:] and argv[2] in HOSTS else ""
         environ = os.environ
         try:
             cwd = os.getcwd()
@@ -369,18 +375,19 @@ def main() -> int:
         try:
             append_event(payload, base, host)
         except UnsafeStateDir:
-            safe = False  # nothing is read from or written through an unsafe state dir
+            safe = False
         except Exception:
             # Unwritable, missing or full state directory: fail open, never fail the agent,
             # but leave a trace that `ctxd status` and `ctxd doctor` can show.
             count_failure(base)
-        head = payload[:4096]
-        if safe and b"SessionStart" in head:
-            _session_start(payload, base, host)
-        elif safe and b"PreCompact" in head:
-            _prebuild(payload, base)  # the build starts now, not when the compaction is over
-        elif safe and (b"Subagent" in head or b"PreToolUse" in head or b"Agent" in head):
-            _handoff(payload, base)
+        # Nothing is read from or written through an unsafe state dir.
+        kind = answer_kind(payload) if safe else ""
+        if kind and _as_plugin():  # the plugin's copy: ctxd's environment does the rest
+            from indexer import plugin
+
+            plugin.respond(payload, base, kind)
+        elif kind:
+            respond(payload, base, kind, host)
     except BaseException:
         pass
     return 0

@@ -233,9 +233,10 @@ def newest_activity_ns(conn: sqlite3.Connection, session_id: str) -> int:
 
 @_guard("entries")
 def session_prompts(conn: sqlite3.Connection, session_id: str, limit: int = 20) -> list[str]:
-    """The session's first prompts, oldest first."""
+    """The session's first prompts, oldest first (by event time)."""
     rows = conn.execute(
-        "SELECT text FROM entries WHERE session_id=? AND event='prompt' ORDER BY id LIMIT ?",
+        "SELECT text FROM entries WHERE session_id=? AND event='prompt'"
+        " ORDER BY ts_ns, pid LIMIT ?",
         (session_id, limit),
     )
     return [str(r[0]) for r in rows]

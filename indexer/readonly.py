@@ -87,7 +87,8 @@ def connect_readonly(index_db: Path) -> sqlite3.Connection | None:
 
 
 def index_is_current(conn: sqlite3.Connection, spool: Path) -> bool:
-    """True if every complete spool line is indexed and every view is level with the index."""
+    """True if every complete spool line is indexed and every view is level with the index
+    (and in event-time order)."""
     offsets = dict(conn.execute("SELECT name, offset FROM files WHERE active=1").fetchall())
     for name, size in spool_sizes(spool).items():
         offset = offsets.get(name, 0)
@@ -98,7 +99,17 @@ def index_is_current(conn: sqlite3.Connection, spool: Path) -> bool:
     views_upto = int(row[0]) if row and row[0] else 0
     dirty = conn.execute("SELECT count(*) FROM dirty_views").fetchone()[0]
     rebuilding = conn.execute("SELECT 1 FROM meta WHERE key='views_rebuild'").fetchone()
-    return bool(views_upto == max_id and dirty == 0 and rebuilding is None)
+    return bool(
+        views_upto == max_id and dirty == 0 and rebuilding is None and not _unsorted_views(conn)
+    )
+
+
+def _unsorted_views(conn: sqlite3.Connection) -> bool:
+    """True if a view waits to be put back in event-time order (indexer.view_order)."""
+    try:
+        return conn.execute("SELECT 1 FROM unsorted_views LIMIT 1").fetchone() is not None
+    except sqlite3.OperationalError:  # an index no writer of this version has opened yet
+        return False
 
 
 def latest_session_with_agent(conn: sqlite3.Connection, agent_id: str) -> str | None:
@@ -108,7 +119,7 @@ def latest_session_with_agent(conn: sqlite3.Connection, agent_id: str) -> str | 
         # "ctxd-orchestrator") are not the orchestrator's history.
         row = conn.execute(
             "SELECT session_id FROM entries WHERE agent_id='main' AND session_id NOT IN"
-            " ('ctxd-project-notes', 'ctxd-orchestrator') ORDER BY id DESC LIMIT 1"
+            " ('ctxd-project-notes', 'ctxd-orchestrator') ORDER BY ts_ns DESC, pid DESC LIMIT 1"
         ).fetchone()
     else:
         row = conn.execute(

@@ -73,6 +73,13 @@ CREATE TABLE IF NOT EXISTS quarantine(
 CREATE TABLE IF NOT EXISTS dirty_views(session_id TEXT NOT NULL, view TEXT NOT NULL,
     PRIMARY KEY(session_id, view));
 """
+# Added since schema version 1 was first released: made in an older index when a writer opens
+# it. New columns get defaults (0: not known, for rows written before they existed).
+_LATER_TABLES = (
+    "CREATE TABLE IF NOT EXISTS unsorted_views(folder TEXT NOT NULL, file TEXT NOT NULL,"
+    " since_ns INTEGER NOT NULL, PRIMARY KEY(folder, file))",
+)
+_LATER_COLUMNS = {"sessions": ("first_prompt_ns", "status_ns")}
 
 ENTRY_COLUMNS = (
     "id, file_id, offset, line_no, ts_ns, pid, session_id, hook_event, event, agent_id,"
@@ -110,6 +117,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             # A larger page cache than the 2 MB default keeps the unique indexes' hot pages.
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             _migrate(conn)
+            _add_later_schema(conn)
             replace_old_tool_index(conn)  # an index from an older ctxd
             ensure_host_column(conn)  # likewise
             search_index.ensure(conn)  # an older index gains its search index (backfilled)
@@ -135,6 +143,16 @@ def _migrate(conn: sqlite3.Connection) -> None:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def _add_later_schema(conn: sqlite3.Connection) -> None:
+    for statement in _LATER_TABLES:
+        conn.execute(statement)
+    for table, columns in _LATER_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if column not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
 
 
 def _check_version(conn: sqlite3.Connection, path: Path) -> None:
@@ -345,10 +363,10 @@ def entries_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> list[StoredEn
 def agent_entries(
     conn: sqlite3.Connection, session_id: str, agent_id: str, after_id: int = 0
 ) -> Iterator[StoredEntry]:
-    """One agent's entries in one session, oldest first."""
+    """One agent's entries in one session, in event-time order."""
     cur = conn.execute(
         f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id=? AND agent_id=? AND id>?"
-        " ORDER BY id",
+        " ORDER BY ts_ns, pid",
         (session_id, agent_id, after_id),
     )
     for row in cur:

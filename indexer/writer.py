@@ -85,10 +85,17 @@ class IndexWriter:
         return ""
 
     def start(self) -> int:
-        """Startup duties: sweep stale temp files, bring views level with the index."""
+        """Startup duties: sweep stale temp files, bring views level with the index (and in
+        order, if a kill came before a pass could order them)."""
         sweep_temp_files(self.paths.root)
         with store.transaction(self.conn):
-            return views.catch_up(self.conn, self.views)
+            written = views.catch_up(self.conn, self.views)
+        return written + self.sort_views()
+
+    def sort_views(self) -> int:
+        """Put the views a pass gave older events than their newest back in event-time order
+        (at the end of a pass or an import: once, however many batches did it)."""
+        return views.sort_pending(self.conn, self.views)
 
     def prune(self, now: float | None = None) -> None:
         """Spool and quarantine retention at the end of an ingest, at most once per
@@ -109,6 +116,7 @@ class IndexWriter:
         stats = self.ingestor.run_once()
         if stats.inserted or stats.anomalies:
             self._write_views(stats)
+        self.sort_views()
         if stats.lines >= LARGE_PASS_LINES:
             release_memory(self.conn)
         return stats

@@ -210,6 +210,7 @@ def import_transcripts(state_dir: Path, files: list[Path]) -> Any:
             total = ImportStats()
             for f in files:
                 total.add(importer.import_file(f))
+            writer.sort_views()  # what an import does at its end (transcript_ahead.import_files)
             return total
         finally:
             writer.close()

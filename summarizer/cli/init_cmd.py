@@ -95,7 +95,7 @@ def _init_claude(args: argparse.Namespace) -> int:
         if not args.user:  # the MCP server is per project, in its .mcp.json (before the
             # other settings file is emptied, so one left empty by both can go)
             if plugin and not args.shared:
-                print("the MCP server is not registered: run `ctxd init --shared` to add it")
+                print(f"the MCP server comes from the plugin {plugin} too; .mcp.json left alone")
             else:
                 _register_mcp(paths, root, args.dry_run, shared=args.shared)
         if other is not None:  # hooks in both files would record every event twice

@@ -95,7 +95,8 @@ def default_hook_command() -> HookCommand:
     found = importlib.util.find_spec("indexer.run_hook")
     if found is None or found.origin is None:
         raise RuntimeError(
-            "indexer.run_hook is not importable; reinstall ctxd (pipx install --force ctxd-claude)"
+            "indexer.run_hook is not importable: reinstall ctxd from its checkout "
+            f"({sys.executable} -m pip install --force-reinstall /path/to/your/ctxd/checkout)"
         )
     # abspath, not resolve: the venv's python symlink is what identifies the installation.
     return HookCommand((os.path.abspath(sys.executable), "-I", "-S", os.path.abspath(found.origin)))

@@ -154,11 +154,19 @@ def test_init_adds_no_hooks_when_the_plugin_is_enabled(tmp_path: Path) -> None:
     assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.json"]
     assert changed(project) == {".gitignore"}
     assert (project / ".gitignore").read_text() == ".ctxd/\n"  # the captured data stays out
-    env = clean_env(HOME=str(tmp_path / "home"))
+    # The plugin records by itself, and finds this venv's `ctxd` for the rest.
+    venv_bin = Path(sys.executable).parent
+    env = clean_env(HOME=str(tmp_path / "home"), PATH=f"{venv_bin}:/usr/bin:/bin")
     checks = {
         c["name"]: c for c in json.loads(run_cli("doctor", "--json", cwd=project, env=env).stdout)
     }
     assert checks["hooks"]["status"] == "OK" and "plugin ctxd@ctxd" in checks["hooks"]["detail"]
+    assert str(venv_bin / "ctxd") in checks["hooks"]["detail"]
+    # A `ctxd` the plugin cannot find (not on PATH, not where the install command puts it).
+    lost = clean_env(HOME=str(tmp_path / "home"), PATH="/usr/bin:/bin")
+    hooks = json.loads(run_cli("doctor", "--json", cwd=project, env=lost).stdout)[0]
+    assert hooks["status"] == "WARN" and "finds no ctxd command" in hooks["detail"]
+    assert f"ln -sf {venv_bin / 'ctxd'} ~/.local/bin/ctxd" in hooks["fix"]
     # Hooks from `ctxd init --shared` as well: doctor says every event is recorded twice.
     init(project, "--shared")
     checks = {
