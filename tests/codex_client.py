@@ -50,12 +50,16 @@ def codex_env(home: Path, codex_home: Path, **extra: str) -> dict[str, str]:
 
 
 def write_config(codex_home: Path, port: int, project: Path) -> None:
-    """Codex's config.toml: the stand-in as the model provider, and the project trusted (what
-    a user's answer to Codex's first "trust this folder?" writes)."""
+    """Codex's config.toml: the stand-in as the model provider, the project trusted (what a
+    user's answer to Codex's first "trust this folder?" writes), and no traffic but to the
+    stand-in: no update check, no analytics, and no plugins (whose marketplace Codex looks up
+    on github.com at start)."""
     codex_home.mkdir(parents=True, exist_ok=True)
     (codex_home / "config.toml").write_text(
         f'model = "{MODEL}"\nmodel_provider = "standin"\n'
-        f"model_auto_compact_token_limit = {COMPACT_LIMIT}\n\n"
+        f"model_auto_compact_token_limit = {COMPACT_LIMIT}\n"
+        "check_for_update_on_startup = false\n\n"
+        "[analytics]\nenabled = false\n\n[features]\nplugins = false\n\n"
         f'[projects."{project}"]\ntrust_level = "trusted"\n\n'
         f'[model_providers.standin]\nname = "standin"\n'
         f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\n'
