@@ -12,7 +12,12 @@ import os
 import sys
 import time
 
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import; mypy reads this as typing's
+if TYPE_CHECKING:
+    from types import ModuleType
+
 _ENVELOPE_VERSION = 1
+HOSTS = ("codex",)  # clients a spool line names (`--host codex`); Claude Code's name none
 _MAX_ENV_PATH = 4096
 # A hook output must not block Claude Code for long: the SessionStart marker check reads
 # only this many bytes of stdin before deciding whether to look for the resume context.
@@ -75,17 +80,19 @@ def segment_name(ts_ns: int) -> str:
     return time.strftime("%Y%m%dT%H", time.gmtime(ts_ns // 1_000_000_000)) + ".jsonl"
 
 
-def build_line(payload: bytes, ts_ns: int, pid: int) -> bytes:
+def build_line(payload: bytes, ts_ns: int, pid: int, host: str = "") -> bytes:
     """Wrap a raw payload in the spool envelope; the event stays raw and comes last.
 
     Raw newlines can only be whitespace between JSON tokens (inside strings they are
     escaped), so replacing them keeps valid JSON valid and keeps one event on one line.
     The event is the last member so the indexer can check that its raw span ends exactly
     at the envelope's closing brace (a payload fragment cannot forge envelope fields).
+    `host` (one of HOSTS) goes just before it; Claude Code's lines carry none.
     """
     body = payload.strip().replace(b"\r", b" ").replace(b"\n", b" ")
-    head = b'{"ctxd":%d,"ts_ns":%d,"pid":%d,"event":' % (_ENVELOPE_VERSION, ts_ns, pid)
-    return head + body + b"}\n"
+    head = b'{"ctxd":%d,"ts_ns":%d,"pid":%d,' % (_ENVELOPE_VERSION, ts_ns, pid)
+    named = b'"host":"%s",' % host.encode() if host else b""
+    return head + named + b'"event":' + body + b"}\n"
 
 
 # The same walk as indexer/safefs.py, which the daemon and the commands use (a copy: this
@@ -167,9 +174,9 @@ def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) 
     return append_event(payload, state_dir(environ, cwd))
 
 
-def append_event(payload: bytes, base: str, ts_ns: int = 0) -> str:
-    """Spool one payload under the state directory `base` (see `run`), stamped `ts_ns`
-    (now if 0).
+def append_event(payload: bytes, base: str, ts_ns: int = 0, host: str = "") -> str:
+    """Spool one payload (of client `host`, see `build_line`) under the state dir `base`,
+    stamped `ts_ns` (now if 0).
 
     No symlink is followed: the state directory and its spool are opened with O_NOFOLLOW
     and the segment relative to the spool's descriptor; a state directory that is a symlink,
@@ -188,23 +195,17 @@ def append_event(payload: bytes, base: str, ts_ns: int = 0) -> str:
     try:
         ts_ns = ts_ns or time.time_ns()
         name = segment_name(ts_ns)
-        append_at(spool_fd, name, build_line(payload, ts_ns, os.getpid()))
+        append_at(spool_fd, name, build_line(payload, ts_ns, os.getpid(), host))
     finally:
         os.close(spool_fd)
     return os.path.join(base, "spool", name)
 
 
 def _count_loss(base: str, error: BaseException) -> None:
-    # Only when the event was lost: the counters' module is not loaded otherwise. It is
-    # imported by its file name from this folder, as run_hook.py imports this module: the
-    # `indexer` package would import importlib (and warnings) for its lazy exports.
+    # Only when the event was lost: the counters' module is not loaded otherwise.
     try:
-        sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-        try:
-            import hook_losses  # type: ignore[import-not-found]
-        finally:
-            sys.path.pop()
-        hook_losses.count_loss(base, hook_losses.reason_of(error))
+        losses = _sibling("hook_losses")
+        losses.count_loss(base, losses.reason_of(error))
     except Exception:
         pass
 
@@ -246,24 +247,40 @@ def answer_kind(payload: bytes) -> str:
 SPOOLED_NS_VAR = "CTXD_SPOOLED_NS"
 
 
-def respond(payload: bytes, base: str, kind: str = "", spooled_ns: int | None = None) -> None:
-    """Do here what `answer_kind` says the event needs after its append (the Claude Code
-    plugin runs this in the installed ctxd's environment). `spooled_ns` is the stamp of the
-    event's spool line, 0 if it was not spooled. Never raises."""
+def respond(
+    payload: bytes, base: str, kind: str = "", spooled_ns: int | None = None, host: str = ""
+) -> None:
+    """Do here what `answer_kind` says the event of client `host` needs after its append (the
+    Claude Code plugin runs this in the installed ctxd's environment). `spooled_ns` is the
+    stamp of the event's spool line, 0 if it was not spooled. Never raises."""
     kind = kind or answer_kind(payload)
-    if kind == "SessionStart":
-        _session_start(payload, base)
-    elif kind == "PreCompact":
-        if spooled_ns is None:
-            try:
-                spooled_ns = int(os.environ.get(SPOOLED_NS_VAR) or 0)
-            except ValueError:
-                spooled_ns = 0
-        if spooled_ns:
-            _record_compaction(payload, base, spooled_ns)  # before the build starts
-        _prebuild(payload, base)
-    elif kind:
-        _handoff(payload, base, kind)
+    if spooled_ns is None:
+        try:
+            spooled_ns = int(os.environ.get(SPOOLED_NS_VAR) or 0)
+        except ValueError:
+            spooled_ns = 0
+    try:
+        _sibling("hook_answers").answer(payload, base, kind, spooled_ns, host)
+    except Exception:
+        pass
+
+
+def _prebuild(payload: bytes, base: str) -> None:
+    """PreCompact's notes build (plugin 0.1.0 calls this by name in the installed ctxd)."""
+    try:
+        _sibling("hook_answers").prebuild(payload, base)
+    except Exception:
+        pass
+
+
+def _sibling(name: str) -> "ModuleType":
+    # A module of this folder, imported by its file name, as run_hook.py imports this one:
+    # the `indexer` package would import importlib (and warnings) for its lazy exports.
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.pop()
 
 
 def _as_plugin() -> bool:
@@ -281,99 +298,12 @@ def _as_plugin() -> bool:
     return plugin.running_as_plugin(__file__)
 
 
-def _session_start(payload: bytes, base: str) -> None:
-    # Only SessionStart may print (its stdout becomes context). The heavy lifting lives in
-    # summarizer.resume.hook, imported only for this event.
-    try:
-        _importable_summarizer()
-        from summarizer.resume.hook import session_start_output
-
-        text = session_start_output(payload, base)
-    except Exception:
-        return
-    if text:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-
-def _record_compaction(payload: bytes, base: str, ts_ns: int) -> None:
-    # PreCompact, once spooled: the session's own record that a compaction starts (which the
-    # SessionStart(compact) after it reads), written before the build is started.
-    if _PRE_COMPACT_MARK not in payload[:4096].replace(b" ", b""):
-        return
-    try:
-        _importable_summarizer(site_packages=False)  # the compaction waits: stdlib only
-        from summarizer.resume.hook import record_compaction
-
-        record_compaction(payload, base, ts_ns)
-    except Exception:
-        pass
-
-
-def _prebuild(payload: bytes, base: str) -> None:
-    # PreCompact: the compaction takes seconds, so build the notes now. A running daemon does
-    # it on its own; otherwise start a detached builder (stdio on /dev/null, its own session,
-    # so Claude Code does not wait for it). Plugin 0.1.0 calls this by name in the installed
-    # ctxd, hence the name and the check of the event.
-    if _PRE_COMPACT_MARK not in payload[:4096].replace(b" ", b""):
-        return
-    try:
-        _importable_summarizer()
-        from indexer.locks import lock_is_held
-        from summarizer.resume.hook import read_settings, spawn_detached
-
-        if not lock_is_held(os.path.join(base, "daemon.lock")) and read_settings(base).prebuild:
-            spawn_detached(["summarizer.daemon.prebuild", base])
-    except Exception:
-        pass
-
-
-def _handoff(payload: bytes, base: str, kind: str) -> None:
-    # Subagents: SubagentStart prints the handoff queued for it (its stdout becomes the
-    # subagent's context); an Agent call (PreToolUse) queues that handoff; SubagentStop of an
-    # agent its call named writes the account of that run (no daemon needed, no process started).
-    try:
-        # Only the Agent call needs site-packages; SubagentStart, which the subagent waits
-        # for, and the others are standard library only.
-        _importable_summarizer(site_packages=kind == "AgentCall")
-        import summarizer.handoff.hook as handoff
-
-        if kind == "SubagentStart":
-            text = handoff.subagent_start_output(payload, base)
-            if text:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-        elif kind == "AgentCall":
-            handoff.agent_call(payload, base)
-        elif kind == "AgentCallFailed":
-            handoff.agent_call_failed(payload, base)
-        elif kind == "SubagentStop":
-            handoff.agent_stopped(payload, base)
-    except Exception:
-        pass
-
-
-def _importable_summarizer(site_packages: bool = True) -> None:
-    """Make `summarizer` (and the rest of `indexer`) importable from this script.
-
-    `site_packages=False` when only standard-library modules of ctxd are needed: enabling
-    site-packages costs more than the interpreter's own start.
-    """
-    if site_packages and "site" not in sys.modules:  # `python -I -S hook.py`: enable them
-        import site
-
-        site.main()
-    # `summarizer` ships beside `indexer`; as a script from a checkout that directory is
-    # not on sys.path (sys.path[0] is indexer/ itself).
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if root not in sys.path:
-        sys.path.append(root)
-
-
 def main() -> int:
     """Entry point of `ctxd-hook`: never raises, always returns 0."""
     try:
         payload = _read_stdin()
+        argv = sys.argv  # `run_hook.py --host codex` is what `ctxd init --host codex` installs
+        host = argv[2] if argv[1:2] == ["--host"] and argv[2:] and argv[2] in HOSTS else ""
         environ = os.environ
         try:
             cwd = os.getcwd()
@@ -384,7 +314,7 @@ def main() -> int:
         ts_ns = time.time_ns()
         spooled = False
         try:
-            spooled = bool(append_event(payload, base, ts_ns))
+            spooled = bool(append_event(payload, base, ts_ns, host))
         except UnsafeStateDir as e:
             safe = False  # nothing is read from or written through an unsafe state dir
             _count_loss(base, e)
@@ -399,7 +329,7 @@ def main() -> int:
 
             plugin.respond(payload, base, kind, spooled_ns)
         elif kind:
-            respond(payload, base, kind, spooled_ns)
+            respond(payload, base, kind, spooled_ns, host)
     except BaseException:
         pass
     return 0

@@ -30,6 +30,7 @@ class SessionDelta:
     status_ns: int = 0
     end_reason: str = ""
     compactions: int = 0
+    host: str = ""  # the client that sent its events: "" Claude Code, "codex"
 
 
 _STATUS_BY_EVENT = {
@@ -52,6 +53,8 @@ def add_to_session(deltas: dict[str, SessionDelta], e: Entry, p: HookPayload) ->
     elif ts_ns > d.last_ns:
         d.last_ns = ts_ns
     d.events += 1
+    if e.host:
+        d.host = e.host
     if e.cwd:
         d.cwd = e.cwd
     if p.session_title:
@@ -76,8 +79,8 @@ def update_sessions(conn: sqlite3.Connection, deltas: dict[str, SessionDelta]) -
     # any later status wins, as before.
     conn.executemany(
         "INSERT INTO sessions(session_id, first_ns, last_ns, cwd, title, first_prompt, events,"
-        " failures, status, end_reason, compactions, first_prompt_ns, status_ns)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " failures, status, end_reason, compactions, first_prompt_ns, status_ns, host)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         " ON CONFLICT(session_id) DO UPDATE SET first_ns=min(first_ns, excluded.first_ns),"
         " last_ns=max(last_ns, excluded.last_ns),"
         " cwd=CASE WHEN excluded.cwd<>'' THEN excluded.cwd ELSE cwd END,"
@@ -92,7 +95,8 @@ def update_sessions(conn: sqlite3.Connection, deltas: dict[str, SessionDelta]) -
         " WHEN excluded.status='ended' THEN excluded.end_reason"
         " WHEN excluded.status='active' THEN '' ELSE end_reason END,"
         f" status_ns=CASE WHEN {_LATER_STATUS} THEN excluded.status_ns ELSE status_ns END,"
-        " compactions=compactions+excluded.compactions",
+        " compactions=compactions+excluded.compactions,"
+        " host=CASE WHEN excluded.host<>'' THEN excluded.host ELSE host END",
         [
             (
                 session_id,
@@ -108,6 +112,7 @@ def update_sessions(conn: sqlite3.Connection, deltas: dict[str, SessionDelta]) -
                 d.compactions,
                 d.first_prompt_ns,
                 d.status_ns,
+                d.host,
             )
             for session_id, d in deltas.items()
         ],
@@ -119,3 +124,11 @@ _EARLIER_PROMPT = (
     " (first_prompt_ns>0 AND excluded.first_prompt_ns<first_prompt_ns)))"
 )
 _LATER_STATUS = "(excluded.status<>'' AND excluded.status_ns>=status_ns)"
+
+
+def ensure_host_column(conn: sqlite3.Connection) -> None:
+    """Give an index made before hosts were recorded its sessions' host column ("": Claude
+    Code, which every session recorded until then was)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    if "host" not in columns:
+        conn.execute("ALTER TABLE sessions ADD COLUMN host TEXT NOT NULL DEFAULT ''")

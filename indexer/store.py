@@ -19,6 +19,7 @@ from indexer.index_file import open_index
 from indexer.locks import lock_is_held
 from indexer.models import Entry
 from indexer.paths import StatePaths
+from indexer.session_catalog import ensure_host_column
 from indexer.tailer import FileState
 
 SCHEMA_VERSION = 1
@@ -53,7 +54,8 @@ CREATE TABLE IF NOT EXISTS sessions(
     cwd TEXT NOT NULL DEFAULT '', title TEXT NOT NULL DEFAULT '',
     first_prompt TEXT NOT NULL DEFAULT '', events INTEGER NOT NULL DEFAULT 0,
     failures INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'active',
-    end_reason TEXT NOT NULL DEFAULT '', compactions INTEGER NOT NULL DEFAULT 0);
+    end_reason TEXT NOT NULL DEFAULT '', compactions INTEGER NOT NULL DEFAULT 0,
+    host TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS agents(
     session_id TEXT NOT NULL, agent_id TEXT NOT NULL, agent_type TEXT NOT NULL,
     cc_agent_id TEXT NOT NULL DEFAULT '', tool_use_id TEXT NOT NULL DEFAULT '',
@@ -117,6 +119,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             _migrate(conn)
             _add_later_schema(conn)
             replace_old_tool_index(conn)  # an index from an older ctxd
+            ensure_host_column(conn)  # likewise
             search_index.ensure(conn)  # an older index gains its search index (backfilled)
         else:
             _check_version(conn, path)

@@ -40,7 +40,11 @@ class Check:
 
 def doctor(paths: StatePaths) -> list[Check]:
     """Every health check, in the order people need them."""
-    checks = [_check_hooks(paths), *_check_state_dir(paths)]
+    from summarizer.cli.codex_doctor import codex_check
+
+    codex = codex_check(project_root(paths), Check)
+    checks = [_check_hooks(paths, codex is not None), *([codex] if codex else [])]
+    checks += _check_state_dir(paths)
     config, config_check = _check_config(paths)
     checks.append(config_check)
     checks.append(_check_daemon(paths, config))
@@ -86,7 +90,7 @@ def settings_files(paths: StatePaths) -> list[Path]:
     ]
 
 
-def _check_hooks(paths: StatePaths) -> Check:
+def _check_hooks(paths: StatePaths, codex: bool = False) -> Check:
     from summarizer.cli.install import EARLIER_ENTRY_POINT, EVENTS, handler_entry_point
 
     found: dict[str, Path] = {}
@@ -122,6 +126,8 @@ def _check_hooks(paths: StatePaths) -> Check:
         )
     if plugin:
         return _check_plugin(plugin)
+    if not found and codex:
+        return Check("OK", "hooks", "none for Claude Code (this project records Codex CLI)")
     if not found:
         return Check("FAIL", "hooks", "ctxd's hooks are not installed", init)
     if broken:

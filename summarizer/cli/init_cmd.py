@@ -41,7 +41,32 @@ class InitError(CtxdError):
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    """Create .ctxd/ and its config, install the hooks (or remove them), and say what changed."""
+    """Create .ctxd/ and its config, install the hooks (or remove them), and say what changed;
+    `--host` chooses the client: Claude Code (the default), Codex CLI, or both."""
+    host = getattr(args, "host", "claude")
+    code = _init_claude(args) if host in ("claude", "all") else _state_dir_only(args)
+    if host in ("codex", "all"):
+        from summarizer.cli.codex_init import init_codex
+
+        paths = state_paths(args)
+        code = init_codex(args, paths, project_root(paths)) or code
+    return code
+
+
+def _state_dir_only(args: argparse.Namespace) -> int:
+    """What `ctxd init` sets up whatever the client: .ctxd/, its config, its .gitignore line."""
+    paths = state_paths(args)
+    if args.uninstall:
+        return 0
+    _create_state_dir(paths, args.dry_run)
+    root = project_root(paths)
+    if not args.dry_run and ensure_gitignored(root):
+        print(f"added .ctxd/ to {root / '.gitignore'}")
+    return 0
+
+
+def _init_claude(args: argparse.Namespace) -> int:
+    """The hooks (and the MCP server) for Claude Code."""
     paths = state_paths(args)
     root = project_root(paths)
     claude = (Path.home() if args.user else root) / ".claude"

@@ -20,7 +20,7 @@ __all__ = [
     "EARLIER_ENTRY_POINT", "ENTRY_POINTS", "EVENTS", "HookCommand", "InstallReport", "IsOurs",
     "MergeResult", "SettingsError", "Spec", "backup_path", "ctxd_hook_spec",
     "default_hook_command", "handler_entry_point", "install", "is_ctxd_handler", "merge_hooks",
-    "remove_hooks", "uninstall", "write_private",
+    "remove_hooks", "rewrite_json", "uninstall", "write_private",
 ]  # fmt: skip
 
 EVENTS: tuple[str, ...] = (
@@ -370,6 +370,9 @@ def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], 
         _write_atomic(backup, raw, 0o600)
     _write_atomic(path, data, mode)
     return InstallReport(path, backup, changes, created=raw is None)
+
+
+rewrite_json = _rewrite  # the same for Codex's hooks.json (summarizer.cli.codex_install)
 
 
 def write_private(path: Path, data: bytes) -> None:

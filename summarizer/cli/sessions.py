@@ -54,13 +54,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     width = max(len("STATUS"), *(len(_status(i.status, i.end_reason)) for i in infos))
     print(
-        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'STATUS':<{width}}  {'LAST ACTIVITY':<16}  "
-        "EVENTS AGENTS FAILS  TITLE"
+        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'HOST':<6}  {'STATUS':<{width}}  "
+        f"{'LAST ACTIVITY':<16}  EVENTS AGENTS FAILS  TITLE"
     )
     for i in infos:
         last = i.last_activity[:16].replace("T", " ")
         print(
-            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {_status(i.status, i.end_reason):<{width}}  "
+            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {i.host:<6}  "
+            f"{_status(i.status, i.end_reason):<{width}}  "
             f"{last:<16}  {i.events:>6} {i.agents:>6} {i.failures:>5}  {i.title}"
         )
     return 0
@@ -86,7 +87,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if package is None:
-        return _preview(paths.root, info.session_id, args.source, args.transcript)
+        host = "" if info.host == "claude" else info.host
+        return _preview(paths.root, info.session_id, args.source, args.transcript, host)
     if args.json:
         print(json.dumps(_iso_times(package), indent=2, ensure_ascii=False))
     else:
@@ -110,8 +112,11 @@ def _iso_times(package: dict[str, Any]) -> dict[str, Any]:
     return {**package, "resume_state": saved}
 
 
-def _preview(state_dir: Path, session_id: str, source: str, transcript: str | None) -> int:
-    """Print what SessionStart(`source`) would hand back now (stdout) and why (stderr)."""
+def _preview(
+    state_dir: Path, session_id: str, source: str, transcript: str | None, host: str
+) -> int:
+    """Print what SessionStart(`source`) would hand back now (stdout) and why (stderr), as the
+    session's client (`host`: "" Claude Code, "codex") would get it."""
     from summarizer.resume.handback import last_transcript
     from summarizer.resume.hook import plan_session_start
     from summarizer.resume.hook_settings import read_settings
@@ -124,8 +129,12 @@ def _preview(state_dir: Path, session_id: str, source: str, transcript: str | No
     }
     settings = read_settings(str(state_dir))
     text, why, _ = plan_session_start(
-        str(state_dir), event, settings, consume=False, build_timeout_s=120.0
+        str(state_dir), event, settings, consume=False, build_timeout_s=120.0, host=host
     )
+    if host == "codex":
+        from summarizer.resume.codex_handback import cap_bytes
+
+        text = cap_bytes(text)
     size = f"{len(text)} characters" if text.strip() else "nothing"
     print(f"ctxd: SessionStart({source}) would hand back {size}: {why}", file=sys.stderr)
     if text.strip():

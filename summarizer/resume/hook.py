@@ -13,6 +13,7 @@ import time
 from indexer import safefs
 from indexer.errors import StateDirError
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
+from summarizer.resume import codex_handback
 from summarizer.resume.fastjson import loads
 from summarizer.resume.files import (
     CLEAR_HANDOFF_S,
@@ -63,11 +64,11 @@ __all__ = [
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-def session_start_output(payload: bytes, state_dir: str) -> str:
+def session_start_output(payload: bytes, state_dir: str, host: str = "") -> str:
     """The hook's stdout for a SessionStart payload: hook JSON, or "" (never raises).
 
-    Every decision, to inject or not, is appended with its reason to the session's
-    `resume/<session>/starts.jsonl`.
+    `host` is the client that runs the hook ("" Claude Code, "codex"). Every decision, to
+    inject or not, is appended with its reason to the session's `resume/<session>/starts.jsonl`.
     """
     try:
         event = loads(payload)
@@ -87,10 +88,14 @@ def session_start_output(payload: bytes, state_dir: str) -> str:
         lock = lock_folder(folder, DECISION_LOCK)
         try:
             try:
-                text, reason, origin = plan_session_start(state_dir, event, settings, consume=True)
+                text, reason, origin = plan_session_start(
+                    state_dir, event, settings, consume=True, host=host
+                )
             finally:
                 if settings.autostart:
                     autostart(state_dir)
+            if host == codex_handback.HOST:
+                text = codex_handback.cap_bytes(text)  # over Codex's limit it goes to a file
             out = hook_output(text, settings.max_chars) if text.strip() else ""
             transcript = event.get("transcript_path")
             log_decision(
@@ -133,10 +138,12 @@ def plan_session_start(
     *,
     consume: bool,
     build_timeout_s: float | None = None,
+    host: str = "",
 ) -> tuple[str, str, str]:
     """(text to hand back, why, the session the notes describe) for one SessionStart.
 
     `consume` marks the prebuilt context as handed back; `ctxd resume --preview` passes False.
+    `host` is the client the session runs in ("" Claude Code, "codex").
     """
     from summarizer.resume.handback import (
         REPEATED_COMPACT,
@@ -151,14 +158,23 @@ def plan_session_start(
     source = str(event.get("source") or "startup")
     folder = os.path.join(state_dir, "resume", session_id)
     live = None
+    codex = host == codex_handback.HOST
     if source == "resume":
-        live = live_context(event.get("transcript_path"))
+        transcript = event.get("transcript_path")
+        live = codex_handback.live_context(transcript) if codex else live_context(transcript)
         if live is None:
             records = read_log(folder)
             live = live_from_log(records) if records else None
     go, why = decide(source, settings.inject_on, settings.inject_on_startup, live)
     if go and source == "compact" and is_repeated_compaction(state_dir, folder, session_id):
         go, why = False, REPEATED_COMPACT
+    if (
+        go
+        and codex
+        and source == "resume"
+        and codex_handback.compaction_just_ran(state_dir, session_id)
+    ):
+        go, why = False, codex_handback.COMPACT_FOLLOWS
     if not go:
         return "", why, ""
     if source == "startup":

@@ -27,7 +27,15 @@ from summarizer.cli.install import EVENTS, HookCommand, ctxd_hook_spec
 PLUGIN = REPO / "plugin"
 PLUGIN_HOOK = HookCommand(("python3", "-I", "-S", "${CLAUDE_PLUGIN_ROOT}/indexer/run_hook.py"))
 # What the plugin runs, each a link to the one source in indexer/.
-LINKED = ("__init__.py", "run_hook.py", "hook.py", "hook_losses.py", "plugin.py", "plugin_mcp.py")
+LINKED = (
+    "__init__.py",
+    "run_hook.py",
+    "hook.py",
+    "hook_answers.py",
+    "hook_losses.py",
+    "plugin.py",
+    "plugin_mcp.py",
+)
 INSTALLED = Path(sys.executable).parent  # this venv's bin/, with `ctxd` and `ctxd-hook`
 
 

@@ -27,6 +27,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from claude_standin import Plan, Standin, serve, text, tool
 from helpers import checkout_copy, clean_env
 from installed import BUILD_REQUIREMENTS, fill_wheelhouse, offline_pip_env
+from test_plugin import LINKED
 from test_real_client import _claude, _copies, _run
 from test_real_client_handoff import HANDOFF, OUTCOME, _first_request
 from test_real_client_handoff import _plans as handoff_plans
@@ -40,17 +41,7 @@ SEARCH = "mcp__plugin_ctxd_ctxd__search"
 SHIPPED = {
     ".claude-plugin/plugin.json",
     "hooks/hooks.json",
-    *(
-        f"indexer/{n}"
-        for n in (
-            "__init__.py",
-            "run_hook.py",
-            "hook.py",
-            "hook_losses.py",
-            "plugin.py",
-            "plugin_mcp.py",
-        )
-    ),
+    *(f"indexer/{name}" for name in LINKED),
 }
 # What the CLI itself leaves in a copy it no longer uses (it sweeps the copy later).
 CLI_MARKS = {".orphaned_at", ".in_use"}
