@@ -78,6 +78,9 @@ CREATE TABLE IF NOT EXISTS dirty_views(session_id TEXT NOT NULL, view TEXT NOT N
 _LATER_TABLES = (
     "CREATE TABLE IF NOT EXISTS unsorted_views(folder TEXT NOT NULL, file TEXT NOT NULL,"
     " since_ns INTEGER NOT NULL, PRIMARY KEY(folder, file))",
+    # The Agent calls of a session, read by attribution when it loads the session: few rows.
+    "CREATE INDEX IF NOT EXISTS entries_agent_calls ON entries(session_id, tool_use_id)"
+    " WHERE event IN ('agent_start','agent_complete','agent_launched','agent_failed')",
 )
 _LATER_COLUMNS = {"sessions": ("first_prompt_ns", "status_ns")}
 

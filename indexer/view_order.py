@@ -102,6 +102,7 @@ def _sort_folder(
     for name, lines in waiting.items():
         if lines:
             writer.write_lines(name, b"".join(lines))
+        writer.drop_if_empty(name)
     return written
 
 

@@ -245,7 +245,10 @@ class ViewWriter:
     def cut_tail(self, name: _Key, since: str) -> bool:
         """Cut a view just before its first line stamped `since` (an ISO time as view lines
         have it) or later, where the head before it is in order; False if the view is refused
-        (a symlink on its way). Forgets where the view stood: the caller rewrites its tail."""
+        (a symlink on its way) or gone. Forgets where the view stood: the caller rewrites its
+        tail."""
+        if name not in self._fds and not os.path.lexists(_key_path(self.paths, name)):
+            return False  # deleted, or emptied by an agent move (`rebuild`): nothing to order
         try:
             fd = self._fd(name)
         except (StateDirError, OSError) as e:
@@ -260,6 +263,18 @@ class ViewWriter:
     def write_lines(self, name: _Key, data: bytes) -> None:
         """Append whole lines to a view opened by `cut_tail`."""
         write_all(self._fd(name), data)
+
+    def drop_if_empty(self, name: _Key) -> None:
+        """Remove a view left with no line (its entries all moved to another agent), as
+        `rebuild` does: a view file exists only for an agent with entries."""
+        fd = self._fds.get(name)
+        if fd is not None and os.fstat(fd).st_size == 0:
+            self._drop(name)
+            path = _key_path(self.paths, name)
+            try:
+                safefs.unlink(self.paths.root, path)
+            except StateDirError as e:
+                refuse_symlink(path, e)
 
     def forget_view(self, name: _Key) -> None:
         """Drop what is remembered of one view's position (it is read again when next used)."""

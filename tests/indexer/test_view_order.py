@@ -237,3 +237,24 @@ def test_rebuild_writes_views_in_event_time_order(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert on_disk(paths) == before == render(paths)
+
+
+def test_a_view_emptied_by_an_agent_move_after_its_note_leaves_no_file(tmp_path: Path) -> None:
+    # Claude Code's id is seen before its Agent call: its events go to a view named after it,
+    # one of them older than the other (noted for ordering); the Agent call and its result
+    # then move them to the named agent, and the placeholder's view goes.
+    paths = make_state(tmp_path)
+    inside = {"agent_id": "a5c0ffee", "agent_type": "coder"}
+    spool_at(
+        paths,
+        (T0 + 2000 * MS, read_tool(1) | inside),
+        (T0 + 1000 * MS, read_tool(2) | inside),
+        (T0 + 500 * MS, task_start("toolu_t1", "alpha", "coder", "Build the API")),
+        (T0 + 3000 * MS, task_done("toolu_t1", "alpha", "coder", "a5c0ffee", "API done")),
+    )
+    ingest(paths, batch_lines=2)  # the move comes in the pass's second batch
+    assert on_disk(paths) == render(paths)
+    assert sorted(p.name for p in (paths.sessions / SESSION).iterdir()) == [
+        "agent-instructions.jsonl",
+        "alpha.jsonl",
+    ]
