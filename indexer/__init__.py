@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
-    from indexer.plugin import CTXD_VENV, installed_ctxd
+    from indexer.plugin import CTXD_VENV, ignore_in_git, installed_ctxd
     from indexer.redact import redact_text
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
     from indexer.secret_scan import find_secrets
@@ -121,6 +121,7 @@ _EXPORTS = {
     "WRITER_CACHE_KIB": "indexer.store",
     "CTXD_VENV": "indexer.plugin",
     "installed_ctxd": "indexer.plugin",
+    "ignore_in_git": "indexer.plugin",
 }
 
 __all__ = [
@@ -157,6 +158,7 @@ __all__ = [
     "flock_within",
     "git_root",
     "has_unread",
+    "ignore_in_git",
     "installed_ctxd",
     "is_locked",
     "is_segment_name",

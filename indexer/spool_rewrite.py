@@ -27,6 +27,7 @@ from indexer.paths import StatePaths
 from indexer.spool import LineError, decode_envelope, written_envelope
 from indexer.spool_retention import RetentionReport, fully_indexed
 from indexer.tailer import FileState, advanced
+from indexer.transactions import transaction
 
 __all__ = ["rewrite_segment", "session_of"]
 
@@ -115,7 +116,7 @@ def _rewrite_locked(
         report.lines_removed += removed
         if not moves:
             os.unlink(tmp, dir_fd=spool_fd)
-            with store.transaction(conn):
+            with transaction(conn):
                 store.retire_file(conn, stored.file_id)  # retired first, as retention does
                 conn.execute("DELETE FROM quarantine WHERE file_id=?", (stored.file_id,))
             os.unlink(name, dir_fd=spool_fd)
@@ -172,7 +173,7 @@ def _record_new_generation(
 ) -> None:
     st = os.fstat(out)
     old_id = stored.file_id
-    with store.transaction(conn):
+    with transaction(conn):
         fresh = store.new_file(conn, name, st.st_dev, st.st_ino, "rewritten", time.time_ns())
         store.save_file(conn, advanced(fresh, out, size, len(moves)))
         new_id = fresh.file_id

@@ -23,6 +23,7 @@ from indexer.readonly import complete_size, spool_lag, spool_sizes, unwritable_r
 from indexer.release import LARGE_PASS_LINES, release_memory
 from indexer.spool_retention import prune_quarantine, prune_spool, retention_due
 from indexer.tailer import FileState
+from indexer.transactions import transaction
 
 log = logging.getLogger("ctxd.writer")
 
@@ -91,7 +92,7 @@ class IndexWriter:
         """Startup duties: sweep stale temp files, bring views level with the index (and in
         order, if a kill came before a pass could order them)."""
         sweep_temp_files(self.paths.root)
-        with store.transaction(self.conn):
+        with transaction(self.conn):
             written = views.catch_up(self.conn, self.views)
         return written + self.sort_views()
 
@@ -133,7 +134,7 @@ class IndexWriter:
         return store.active_files(self.conn).get(name)
 
     def _write_views(self, batch: IngestStats) -> None:
-        with store.transaction(self.conn):
+        with transaction(self.conn):
             views.catch_up(self.conn, self.views, batch.inserted)
         batch.inserted.clear()
         # After a committed batch: a long catch-up must not keep every session it met.

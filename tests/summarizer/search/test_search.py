@@ -20,6 +20,7 @@ from planted_secrets import PLANTED, fingerprint
 
 from indexer import search_index, store
 from indexer.paths import StatePaths
+from indexer.transactions import transaction
 from indexer.writer import catch_up
 from summarizer.cli.parse_search import KINDS as CLI_KINDS
 from summarizer.memory.compact import compact_now
@@ -170,7 +171,7 @@ def test_duplicates_and_deletes_keep_the_index_exact(tmp_path: Path) -> None:
             conn.execute("SELECT count(*) FROM search WHERE search MATCH 'egret'").fetchone()[0]
             == 1
         )  # the repeated PostToolUse is a duplicate entry, so one document
-        with store.transaction(conn):
+        with transaction(conn):
             conn.execute("DELETE FROM entries")
         assert search_index.count_documents(conn) == 0
     finally:
@@ -353,7 +354,7 @@ def test_a_relinked_agent_moves_its_documents(tmp_path: Path) -> None:
     paths = replay(tmp_path, [prompt("the skua nest")])
     conn = store.connect(paths.index_db)
     try:
-        with store.transaction(conn):
+        with transaction(conn):
             conn.execute("UPDATE entries SET agent_id='skua-1' WHERE agent_id='main'")
         [(agent,)] = conn.execute("SELECT agent_id FROM search WHERE search MATCH 'skua'")
         assert agent == "skua-1"
