@@ -128,36 +128,6 @@ def _field_payloads(field: str, text: str, n: int) -> dict[str, Any]:
     raise AssertionError(field)
 
 
-# Values recognisable only by their context (a flag, a key name, a URL): a file path does not
-# hold that context, so the file-path field plants the other kinds (its name is the value).
-_CONTEXT_ONLY = frozenset(
-    [
-        "mysql-p",
-        "sshpass",
-        "url-credentials-pw",
-        "azure-account-key",
-        "azure-sas",
-        "auth-bearer",
-        "auth-basic",
-        "aws-secret-key",
-        "slack-webhook",
-        "discord-webhook",
-        "postgres-url",
-        "mongodb-url",
-        "dsn",
-        "x-api-key",
-        "password-flag",
-        "pgpassword",
-        "redis-cli",
-        "docker-login",
-        "curl-user",
-        "env-secret",
-        "env-password",
-        "json-password",
-        "entropy",
-        "private-key",
-    ]
-)
 FIELDS = (
     "prompt",
     "bash-input",
@@ -218,7 +188,7 @@ def _write_spool(state: Path) -> int:
         for p in PLANTED:
             context = "{s}" if field == "file-path" else p.context
             for form, text in _forms(context, p.secret).items():
-                if field == "file-path" and (form == "base64" or p.kind in _CONTEXT_ONLY):
+                if field == "file-path" and (form == "base64" or p.needs_context):
                     continue  # a path holds a token, not a command line or a base64 blob
                 n += 1
                 event = {
