@@ -376,3 +376,12 @@ def url_encoded(text: str, secret: str) -> str:
 def base64_wrapped(text: str) -> str:
     """text base64-encoded, as in `echo … | base64 -d`, a Kubernetes secret or a Basic header."""
     return base64.b64encode(text.encode()).decode()
+
+
+def base64_needle(p: Planted) -> str:
+    """16 characters of base64_wrapped(p's text) that encode only bytes of the value (not of
+    its context): what a leak of the base64 form shows."""
+    text = p.context.format(s=p.secret).encode()
+    first = text.index(p.secret.encode()) + len(p.secret) // 3
+    start = -(-first // 3) * 4  # the first base64 group that encodes only value bytes
+    return base64_wrapped(text.decode())[start : start + 16]
