@@ -40,9 +40,8 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
-    from indexer.redact import redact_text
+    from indexer.redact import redact_text, secret_kinds
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
-    from indexer.secret_scan import find_secrets
     from indexer.spool import is_segment_name
     from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
     from indexer.spool_retention import (
@@ -104,8 +103,8 @@ _EXPORTS = {
     "IngestStats": "indexer.ingest_lines",
     "lag": "indexer.writer",
     "IndexWriter": "indexer.writer",
-    "find_secrets": "indexer.secret_scan",
     "redact_text": "indexer.redact",
+    "secret_kinds": "indexer.redact",
     "RedactingFormatter": "indexer.logsafe",
     "bounded": "indexer.logsafe",
     "redact_last_resort": "indexer.logsafe",
@@ -143,7 +142,6 @@ __all__ = [
     "catch_up",
     "delete_segment",
     "failure_count",
-    "find_secrets",
     "flock_within",
     "git_root",
     "has_unread",
@@ -163,6 +161,7 @@ __all__ = [
     "redact_text",
     "release_memory",
     "resolve_state_paths",
+    "secret_kinds",
     "snapshot",
     "sweep_temp_files",
     "translate_sqlite_errors",
