@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
-    from indexer.redact import redact_text, secret_kinds
+    from indexer.redact import redact_entry, redact_text, secret_kinds
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
     from indexer.spool import is_segment_name
     from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
@@ -103,6 +103,7 @@ _EXPORTS = {
     "IngestStats": "indexer.ingest_lines",
     "lag": "indexer.writer",
     "IndexWriter": "indexer.writer",
+    "redact_entry": "indexer.redact",
     "redact_text": "indexer.redact",
     "secret_kinds": "indexer.redact",
     "RedactingFormatter": "indexer.logsafe",
@@ -157,6 +158,7 @@ __all__ = [
     "prune_quarantine",
     "prune_spool",
     "rebuild_all",
+    "redact_entry",
     "redact_last_resort",
     "redact_text",
     "release_memory",

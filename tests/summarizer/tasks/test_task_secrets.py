@@ -46,7 +46,14 @@ def test_task_init_refuses_a_secret_the_index_would_redact(
     errors = [line for line in out.stderr.splitlines() if line.startswith("ctxd task init: ")]
     assert out.returncode == 1 and len(errors) == 1 and "Use --force-secrets" in errors[0]
     forced = ctxd(
-        "task", "init", TASK, "--task-file", str(task_file), "--force-secrets", cwd=repo, state=state
+        "task",
+        "init",
+        TASK,
+        "--task-file",
+        str(task_file),
+        "--force-secrets",
+        cwd=repo,
+        state=state,
     )
     assert forced.returncode == 0, forced.stderr
     ctx = service.get_context(env, TASK)
