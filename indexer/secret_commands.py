@@ -94,7 +94,7 @@ def _prose_password(value: str) -> bool:
 
 
 def _flag(
-    kind: str, commands: str, flag: str, probe_words: str, *, glued: bool = False, spaced: bool = False
+    kind: str, commands: str, flag: str, *, glued: bool = False, spaced: bool = False
 ) -> ContextRule:
     """`<command> … <flag> VALUE` for the named commands only; `<flag>VALUE` too (getopt), or
     only that (`glued`, as 7-Zip wants), or never (`spaced`: `openssl -k` is not `-key`)."""
@@ -102,10 +102,12 @@ def _flag(
         value = r"(?P<s>[^\s\"'`;&|<>()-][^\s\"'`;&|<>()]{0,200})"
     else:
         value = (r"\s+" if spaced else r"\s*") + SHELL_VALUE
+    # The command's name then whitespace, as a command line has it: the probe starts only
+    # where a command does, not at every `mongodb` of a project that uses MongoDB.
     return ContextRule(
         kind,
-        rf"\b(?:{commands})\b{_REST}{flag}{value}",
-        rf"(?:{probe_words}){_PROBE_REST}{flag}",
+        rf"\b(?:{commands})(?=\s){_REST}{flag}{value}",
+        rf"(?:{commands})\s(?:{_PROBE_REST})?{flag}",
         None if glued else password_arg,
     )
 
@@ -121,8 +123,8 @@ _PROSE_LEAD = (  # "the password for the admin account is", "password was set to
     r"\s+(?:is|was|will\s+be|should\s+be|is\s+set\s+to|was\s+set\s+to|set\s+to)\s*:?\s+"
     r"|\b(?:with|using|use)\s+(?:the\s+)?password\s+"
 )
-_PROSE_PROBE = (
-    r"(?:password|passphrase|passcode|passwd|pass\s?word)(?:\s+\S+){0,6}\s+(?:is|was|be|to)\s"
+_PROSE_PROBE = (  # the word right after "password" opens one of the leads above
+    r"(?:password|passphrase|passcode|passwd|pass\s?word)\s+(?:is|was|will|should|set|for|of|to|on)\s"
     r"|(?:with|using|use)\s+(?:the\s+)?password\s"
 )
 
@@ -135,21 +137,21 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
         r"|'(?P<s2>[^'\s]{1,200})'|(?P<s3>[^\s\"'`;&|-][^\s\"'`;&|]*))",
         r"mysql[^|;&]*\s-p[^\s`;&|-]",
     ),
-    _flag("mongo-password", r"mongo(?:sh|dump|restore|export|import|stat|top|files)?", "-p", "mongo"),
-    _flag("sqlcmd-password", r"sqlcmd|bcp|osql", "-P", "sqlcmd|bcp|osql"),
-    _flag("ipmitool-password", r"ipmitool", "-P", "ipmitool"),
-    _flag("mosquitto-password", r"mosquitto_(?:pub|sub|rr)", "-P", "mosquitto_"),
-    _flag("archive-password", r"zip|unzip|zipcloak", "-P", "zip|unzip|zipcloak"),
-    _flag("archive-password", r"7z[ar]?|rar|unrar", "-p", "7z|rar|unrar", glued=True),
-    _flag("ldap-password", r"ldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn|exop)", "-w", "ldap"),
+    _flag("mongo-password", r"mongo(?:sh|dump|restore|export|import|stat|top|files)?", "-p"),
+    _flag("sqlcmd-password", r"sqlcmd|bcp|osql", "-P"),
+    _flag("ipmitool-password", r"ipmitool", "-P"),
+    _flag("mosquitto-password", r"mosquitto_(?:pub|sub|rr)", "-P"),
+    _flag("archive-password", r"zip|unzip|zipcloak", "-P"),
+    _flag("archive-password", r"7z[ar]?|rar|unrar", "-p", glued=True),
+    _flag("ldap-password", r"ldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn|exop)", "-w"),
     # Two flags of one command: a rule each (a match consumes the command name).
-    _flag("ssh-keygen-passphrase", r"ssh-keygen", "-N", "ssh-keygen"),
-    _flag("ssh-keygen-passphrase", r"ssh-keygen", "-P", "ssh-keygen"),
-    _flag("snmp-passphrase", _SNMP, "-A", "snmp"),
-    _flag("snmp-passphrase", _SNMP, "-X", "snmp"),
-    _flag("azure-cli-password", r"az\s+login", "-p", r"az\s+login"),
-    _flag("twine-password", r"twine", "-p", "twine"),
-    _flag("rdesktop-password", r"rdesktop", "-p", "rdesktop"),
+    _flag("ssh-keygen-passphrase", r"ssh-keygen", "-N"),
+    _flag("ssh-keygen-passphrase", r"ssh-keygen", "-P"),
+    _flag("snmp-passphrase", _SNMP, "-A"),
+    _flag("snmp-passphrase", _SNMP, "-X"),
+    _flag("azure-cli-password", r"az\s+login", "-p"),
+    _flag("twine-password", r"twine", "-p"),
+    _flag("rdesktop-password", r"rdesktop", "-p"),
     ContextRule("rdesktop-password", r"\b[xw]freerdp3?\b" + _REST + r"/p:" + SHELL_VALUE, r"freerdp" + _PROBE_REST + r"/p:"),
     ContextRule("redis-cli-password", r"\bredis-cli\b" + _REST + r"-a\s+" + SHELL_VALUE, r"redis-cli" + _PROBE_REST + r"-a\s"),
     ContextRule("docker-login-password", r"\bdocker\s+login\b" + _REST + r"-p\s+" + SHELL_VALUE, r"docker\s+login" + _PROBE_REST + r"-p\s"),
@@ -183,7 +185,7 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
         r"pass(?:in|out|word)?\s+\\?[\"']?pass:",
         password_arg,
     ),
-    _flag("openssl-password", "openssl", "-k", "openssl", spaced=True),
+    _flag("openssl-password", "openssl", "-k", spaced=True),
     ContextRule(
         "rabbitmq-password",
         r"\brabbitmqctl\s+(?:add_user|change_password)\s+" + _ARG + r"\s+" + SHELL_VALUE,
@@ -195,7 +197,7 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
         r"\becho\s+(?:-e\s+)?[\"']?[\w.-]+:(?P<s>[^\s:\"']+)[\"']?\s*\|\s*(?:sudo\s+)?chpasswd\b",
         r"chpasswd",
     ),
-    _flag("wifi-password", "nmcli", r"(?:password|wifi-sec\.psk|802-1x\.password)\s", "nmcli"),
+    _flag("wifi-password", "nmcli", r"(?:password|wifi-sec\.psk|802-1x\.password)\s"),
     ContextRule(
         "wifi-password",
         r"\bwpa_passphrase\s+" + _ARG + r"\s+" + SHELL_VALUE,
@@ -208,7 +210,8 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
         "password-flag",
         r"(?i)(?<![\w-])--?(?!no-)(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|(?:src|dest|new)?(?:store|key)pass|secret|token|api[-_]?key|(?:secret|account|private|master|encryption|signing)[-_]?key)(?:=|\s+)"
         + SHELL_VALUE,
-        r"-(?:[a-z0-9]+[-_])*(?:password|passwd|pass|passphrase|(?:src|dest|new)?(?:store|key)pass|secret|token|api[-_]?key|(?:secret|account|private|master|encryption|signing)[-_]?key)(?:=|\s)",
+        # The word follows the flag's dash or its prefix's `-`/`_` (`--db-password`).
+        r"[-_](?:password|passwd|pass|passphrase|(?:src|dest|new)?(?:store|key)pass|secret|token|api[-_]?key|(?:secret|account|private|master|encryption|signing)[-_]?key)(?:=|\s)",
         password_arg,
     ),
     ContextRule(
