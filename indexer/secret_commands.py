@@ -107,7 +107,7 @@ def _flag(
     return ContextRule(
         kind,
         rf"\b(?:{commands})(?=\s){_REST}{flag}{value}",
-        rf"(?:{commands})\s(?:{_PROBE_REST})?{flag}",
+        rf"(?:{commands})\s[^|;&]*{flag}",  # the gap may hold the whitespace before the flag
         None if glued else password_arg,
     )
 
