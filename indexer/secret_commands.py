@@ -63,7 +63,9 @@ SHELL_VALUE = r"""(?:"(?P<s>[^"\s]{1,200})"|'(?P<s2>[^'\s]{1,200})'|(?P<s3>[^\s"
 _ARG = r"""(?:"[^"\n]{1,200}"|'[^'\n]{1,200}'|[^\s"'`;&|<>()-][^\s"'`;&|<>()]{0,200})"""
 # The rest of one command, lazily: the flag may come anywhere before a pipe or a `;`.
 _REST = r"[^\n|;&]{0,300}?\s"
-_PROBE_REST = r"[^|;&]*\s"  # unbounded: a superset that hyperscan compiles much faster
+# A probe's gap up to a flag: unbounded (a bounded repeat costs hyperscan's compile several
+# times more), and it holds the whitespace before the flag (a `\s` after it costs that again).
+_PROBE_REST = r"[^|;&]*"
 
 # Credential files are often shown inside a string (`cat` of a JSON file, a repr in a log):
 # there a newline is the two characters `\n`, and a line still starts after it.
@@ -93,26 +95,50 @@ def _prose_password(value: str) -> bool:
     return len(value) >= 4 and not value.isalpha() and password_arg(value)
 
 
-def _flag(
-    kind: str, commands: str, flag: str, *, glued: bool = False, spaced: bool = False
-) -> ContextRule:
-    """`<command> … <flag> VALUE` for the named commands only; `<flag>VALUE` too (getopt), or
-    only that (`glued`, as 7-Zip wants), or never (`spaced`: `openssl -k` is not `-key`)."""
-    if glued:
+# A command that takes a password after a flag: (kind, the command's names, the flag, how the
+# value follows it: "" either way as getopt takes it, "glued" only (`7z -pSECRET`), "spaced" only
+# (`openssl -k` is not `-key`)).
+_SNMP = r"snmp(?:walk|get|set|bulkwalk|bulkget|getnext|trap|table|status|df)"
+_COMMAND_FLAGS = (
+    ("mongo-password", r"mongo(?:sh|dump|restore|export|import|stat|top|files)?", "-p", ""),
+    ("sqlcmd-password", r"sqlcmd|bcp|osql", "-P", ""),
+    ("ipmitool-password", r"ipmitool", "-P", ""),
+    ("mosquitto-password", r"mosquitto_(?:pub|sub|rr)", "-P", ""),
+    ("archive-password", r"zip|unzip|zipcloak", "-P", ""),
+    ("archive-password", r"7z[ar]?|rar|unrar", "-p", "glued"),
+    ("ldap-password", r"ldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn|exop)", "-w", ""),
+    # Two flags of one command: a rule each (a match consumes the command's name).
+    ("ssh-keygen-passphrase", r"ssh-keygen", "-N", ""),
+    ("ssh-keygen-passphrase", r"ssh-keygen", "-P", ""),
+    ("snmp-passphrase", _SNMP, "-A", ""),
+    ("snmp-passphrase", _SNMP, "-X", ""),
+    ("azure-cli-password", r"az\s+login", "-p", ""),
+    ("twine-password", r"twine", "-p", ""),
+    ("rdesktop-password", r"rdesktop", "-p", ""),
+    ("openssl-password", r"openssl", "-k", "spaced"),
+    ("wifi-password", r"nmcli", r"(?:password|wifi-sec\.psk|802-1x\.password)\s", ""),
+)
+# Their probe is the command's name followed by whitespace, without the flag: a gap pattern up
+# to the flag costs hyperscan's compile 5-15 ms a command, more than the regexes cost where a
+# command's name occurs without its flag.
+
+
+def _flag(kind: str, commands: str, flag: str, value_form: str) -> ContextRule:
+    """`<command> … <flag> VALUE` for the named commands only."""
+    if value_form == "glued":
         value = r"(?P<s>[^\s\"'`;&|<>()-][^\s\"'`;&|<>()]{0,200})"
     else:
-        value = (r"\s+" if spaced else r"\s*") + SHELL_VALUE
-    # The command's name then whitespace, as a command line has it: the probe starts only
-    # where a command does, not at every `mongodb` of a project that uses MongoDB.
+        value = (r"\s+" if value_form == "spaced" else r"\s*") + SHELL_VALUE
+    # The command's name then whitespace, as a command line has it: not every `mongodb` of a
+    # project that uses MongoDB starts a match.
     return ContextRule(
         kind,
         rf"\b(?:{commands})(?=\s){_REST}{flag}{value}",
-        rf"(?:{commands})\s[^|;&]*{flag}",  # the gap may hold the whitespace before the flag
-        None if glued else password_arg,
+        rf"(?:{commands})\s",
+        None if value_form == "glued" else password_arg,
     )
 
 
-_SNMP = r"snmp(?:walk|get|set|bulkwalk|bulkget|getnext|trap|table|status|df)"
 _HTPASSWD_OPTION = (  # -n: no file argument; -b: the password is on the command line
     r"\s+-(?:(?=[A-Za-z]*n)(?P<n>))?(?:(?=[A-Za-z]*b)(?P<b>))?[A-Za-z]+(?:\s+\d+)?"
 )
@@ -130,35 +156,21 @@ _PROSE_PROBE = (  # the word right after "password" opens one of the leads above
 
 CONTEXT_RULES: tuple[ContextRule, ...] = (
     # --- commands that take a password as an argument -----------------------------------------
+    *(_flag(*row) for row in _COMMAND_FLAGS),
     ContextRule("sshpass-password", r"\bsshpass\s+-p\s*" + SHELL_VALUE, r"sshpass\s+-p"),
     ContextRule(
         "mysql-password",
         r"\bmysql(?:dump|admin|sh|import)?\b[^\n|;&]{0,200}?\s-p(?:\"(?P<s>[^\"\s]{1,200})\""
         r"|'(?P<s2>[^'\s]{1,200})'|(?P<s3>[^\s\"'`;&|-][^\s\"'`;&|]*))",
-        r"mysql[^|;&]*\s-p[^\s`;&|-]",
+        r"mysql[^|;&]*-p",
     ),
-    _flag("mongo-password", r"mongo(?:sh|dump|restore|export|import|stat|top|files)?", "-p"),
-    _flag("sqlcmd-password", r"sqlcmd|bcp|osql", "-P"),
-    _flag("ipmitool-password", r"ipmitool", "-P"),
-    _flag("mosquitto-password", r"mosquitto_(?:pub|sub|rr)", "-P"),
-    _flag("archive-password", r"zip|unzip|zipcloak", "-P"),
-    _flag("archive-password", r"7z[ar]?|rar|unrar", "-p", glued=True),
-    _flag("ldap-password", r"ldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn|exop)", "-w"),
-    # Two flags of one command: a rule each (a match consumes the command name).
-    _flag("ssh-keygen-passphrase", r"ssh-keygen", "-N"),
-    _flag("ssh-keygen-passphrase", r"ssh-keygen", "-P"),
-    _flag("snmp-passphrase", _SNMP, "-A"),
-    _flag("snmp-passphrase", _SNMP, "-X"),
-    _flag("azure-cli-password", r"az\s+login", "-p"),
-    _flag("twine-password", r"twine", "-p"),
-    _flag("rdesktop-password", r"rdesktop", "-p"),
     ContextRule("rdesktop-password", r"\b[xw]freerdp3?\b" + _REST + r"/p:" + SHELL_VALUE, r"freerdp" + _PROBE_REST + r"/p:"),
-    ContextRule("redis-cli-password", r"\bredis-cli\b" + _REST + r"-a\s+" + SHELL_VALUE, r"redis-cli" + _PROBE_REST + r"-a\s"),
-    ContextRule("docker-login-password", r"\bdocker\s+login\b" + _REST + r"-p\s+" + SHELL_VALUE, r"docker\s+login" + _PROBE_REST + r"-p\s"),
+    ContextRule("redis-cli-password", r"\bredis-cli\b" + _REST + r"-a\s+" + SHELL_VALUE, r"redis-cli" + _PROBE_REST + r"-a"),
+    ContextRule("docker-login-password", r"\bdocker\s+login\b" + _REST + r"-p\s+" + SHELL_VALUE, r"docker\s+login" + _PROBE_REST + r"-p"),
     ContextRule(
         "curl-user",
         r"\bcurl\b[^\n|;&]{0,300}?\s(?:-u|--user|-U|--proxy-user)\s*['\"]?[^\s:'\"]+:(?P<s>[^\s'\"]+)",
-        r"curl" + _PROBE_REST + r"(?:-u|--user|-U|--proxy-user)\s*\S+:",
+        r"curl" + _PROBE_REST + r"(?:-u|--user|-U|--proxy-user)",
     ),
     ContextRule(
         "htpasswd-password",
@@ -170,13 +182,13 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
         "smb-password",
         r"\b(?:smbclient|rpcclient|smbcacls|smbget|smbmap|net\s+(?:rpc|ads|use))\b" + _REST
         + r"(?:-U|--user)[\s=]*['\"]?[^\s%'\"]+%(?P<s>[^\s'\"]+)",
-        r"(?:smb|rpcclient|net\s)[^|;&]*(?:-u|--user)[\s=]*\S+%",
+        r"(?:smb|rpcclient|net\s)" + _PROBE_REST + r"(?:-u|--user)",
     ),
-    ContextRule("lftp-password", r"\blftp\b" + _REST + r"-u\s+['\"]?[^\s,'\"]+,(?P<s>[^\s'\"]+)", r"lftp" + _PROBE_REST + r"-u\s+\S+,"),
+    ContextRule("lftp-password", r"\blftp\b" + _REST + r"-u\s+['\"]?[^\s,'\"]+,(?P<s>[^\s'\"]+)", r"lftp" + _PROBE_REST + r"-u"),
     ContextRule(
         "sqlplus-password",
         r"\b(?:sqlplus|expdp|impdp|rman\s+target)\b(?:\s+-\w+)*\s+['\"]?[A-Za-z_][\w$#]*/(?P<s>[^\s@/\"']+)",
-        r"(?:sqlplus|expdp|impdp|rman)[^|;&]*[a-z_][a-z0-9_$#]*/[^\s@/\"']",
+        r"(?:sqlplus|expdp|impdp|rman)" + _PROBE_REST + r"/",
     ),
     ContextRule(
         "openssl-password",
@@ -185,7 +197,6 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
         r"pass(?:in|out|word)?\s+\\?[\"']?pass:",
         password_arg,
     ),
-    _flag("openssl-password", "openssl", "-k", spaced=True),
     ContextRule(
         "rabbitmq-password",
         r"\brabbitmqctl\s+(?:add_user|change_password)\s+" + _ARG + r"\s+" + SHELL_VALUE,
@@ -197,7 +208,6 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
         r"\becho\s+(?:-e\s+)?[\"']?[\w.-]+:(?P<s>[^\s:\"']+)[\"']?\s*\|\s*(?:sudo\s+)?chpasswd\b",
         r"chpasswd",
     ),
-    _flag("wifi-password", "nmcli", r"(?:password|wifi-sec\.psk|802-1x\.password)\s"),
     ContextRule(
         "wifi-password",
         r"\bwpa_passphrase\s+" + _ARG + r"\s+" + SHELL_VALUE,
@@ -246,14 +256,14 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
     ContextRule(
         "cookie",
         r"(?i)(?<![\w-])(?:set-)?cookie\s*:\s*[^\s=;:\"'`]{1,64}=(?P<s>[^\s;\"'`][^\r\n\"'`]*)",
-        r"cookie\s*:\s*[^\s=;:\"'`]{1,64}=",
+        r"cookie\s*:\s*[^\s=;:\"'`]+=",
         _cookie_value,
     ),
     ContextRule(
         "cookie",
         r"\bcurl\b" + _REST + r"(?:-b|--cookie)\s*(?:\"[^\s=;\"]{1,64}=(?P<s>[^\"\n]+)\""
         r"|'[^\s=;']{1,64}=(?P<s2>[^'\n]+)'|[^\s=;\"']{1,64}=(?P<s3>[^\s\"';&|]+))",
-        r"curl" + _PROBE_REST + r"(?:-b|--cookie)\s*\S+=",
+        r"curl" + _PROBE_REST + r"(?:-b|--cookie)",
         _cookie_value,
     ),
     # --- prose --------------------------------------------------------------------------------
