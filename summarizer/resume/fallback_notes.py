@@ -70,7 +70,8 @@ def _from_spool(spool: str, session_id: str) -> tuple[str, list[tuple[str, str]]
             if not isinstance(event, dict) or event.get("session_id") != session_id:
                 continue
             name_ = event.get("hook_event_name")
-            if name_ == "UserPromptSubmit" and not prompt:
+            # A subagent's UserPromptSubmit (Codex sends one) is its task, not the user's.
+            if name_ == "UserPromptSubmit" and not prompt and not event.get("agent_id"):
                 prompt = str(event.get("prompt") or "")
             tool_input = event.get("tool_input")
             path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
