@@ -41,9 +41,8 @@ if TYPE_CHECKING:
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
     from indexer.plugin import CTXD_VENV, ignore_in_git, installed_ctxd
-    from indexer.redact import redact_text
+    from indexer.redact import redact_entry, redact_text, secret_kinds
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
-    from indexer.secret_scan import find_secrets
     from indexer.spool import is_segment_name
     from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
     from indexer.spool_retention import (
@@ -111,8 +110,9 @@ _EXPORTS = {
     "IngestStats": "indexer.ingest_lines",
     "lag": "indexer.writer",
     "IndexWriter": "indexer.writer",
-    "find_secrets": "indexer.secret_scan",
+    "redact_entry": "indexer.redact",
     "redact_text": "indexer.redact",
+    "secret_kinds": "indexer.redact",
     "RedactingFormatter": "indexer.logsafe",
     "bounded": "indexer.logsafe",
     "redact_last_resort": "indexer.logsafe",
@@ -154,7 +154,6 @@ __all__ = [
     "catch_up",
     "delete_segment",
     "failure_count",
-    "find_secrets",
     "flock_within",
     "git_root",
     "has_unread",
@@ -175,11 +174,13 @@ __all__ = [
     "prune_quarantine",
     "prune_spool",
     "rebuild_all",
+    "redact_entry",
     "redact_last_resort",
     "redact_text",
     "release_memory",
     "resolve_state_paths",
     "rewrite_segment",
+    "secret_kinds",
     "session_of",
     "snapshot",
     "sweep_temp_files",

@@ -16,7 +16,7 @@ from helpers import REPO, clean_env, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memory_helpers import SESSION, base, bash, emit_payload, prompt, replay
-from planted_secrets import PLANTED, fingerprint
+from planted_secrets import fingerprint, first_of_each_kind
 
 from indexer import search_index, store
 from indexer.paths import StatePaths
@@ -146,7 +146,7 @@ def test_memory_items_are_searchable_and_follow_the_memory(tmp_path: Path) -> No
 
 
 def test_snippets_show_only_redacted_text(tmp_path: Path) -> None:
-    secrets = [p for p in PLANTED if p.kind in ("anthropic", "aws-access-key", "npm")]
+    secrets = [p for p in first_of_each_kind() if p.kind in ("anthropic", "aws-access-key", "npm")]
     assert len(secrets) == 3
     paths = replay(
         tmp_path,
