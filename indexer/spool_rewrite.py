@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import sqlite3
@@ -76,6 +77,10 @@ def rewrite_segment(
             fd = os.open(name, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=spool_fd)
         except FileNotFoundError:
             return
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            return  # a symlink where a segment should be: never ours to read or rewrite
         try:
             if not any(drop(line) for line, _, _ in _lines(fd)):
                 return  # nothing to take out: no lock taken, no hook kept waiting
