@@ -270,6 +270,7 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer.agentid",
         "indexer.cli_queries",
         "indexer.config",
+        "indexer.daemon_channel",
         "indexer.errors",
         "indexer.history",
         "indexer.hook",
