@@ -8,24 +8,19 @@ guarantees progress, and a dead observer is restarted (or polling alone carries 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import logging
-import logging.handlers
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from types import FrameType
-from typing import Any, cast
 
 from indexer import (
     LARGE_PASS_LINES,
     WRITER_CACHE_KIB,
     IngestStats,
-    RedactingFormatter,
     SpoolSnapshot,
     has_unread,
     history,
@@ -42,81 +37,19 @@ from indexer.errors import CtxdError, IndexBusyError, StateDirError
 from indexer.paths import StatePaths
 from indexer.writer import IndexWriter, lag, open_writer, writer_lock
 from summarizer.daemon.host import BatchListener
+from summarizer.daemon.logfile import setup_logging
+from summarizer.daemon.watcher import WAKE_EVENTS, SpoolWatcher
+
+__all__ = ["WAKE_EVENTS", "Daemon", "SpoolWatcher", "cmd_run", "setup_logging"]
 
 log = logging.getLogger("ctxd.daemon")
 
-# Notifications that mean new bytes or a new, moved or removed segment. Never "opened",
-# "closed_no_write" or "attrib": the daemon's own reads cause those, and waking on them made
-# every pass trigger the next (a busy loop with nothing to do).
-WAKE_EVENTS = frozenset({"created", "modified", "moved", "deleted", "closed"})
 ACTIVE_WINDOW_S = 1.0
 ACTIVE_POLL_S = 0.01
 # A backlog at least this large (~6,000 events) is a bulk catch-up: compactions wait for its
 # end, so that the tokenizer is not loaded beside the ingest's page cache and batches.
 BULK_BACKLOG_BYTES = 16 << 20
 LISTENER_CACHE_KIB = 2048
-
-
-class SpoolWatcher:
-    """A watchdog observer on the spool directory that only sets `wake`."""
-
-    def __init__(self, spool_dir: str, wake: threading.Event) -> None:
-        self.spool_dir = spool_dir
-        self.wake = wake
-        self.observer: Any = None
-        self.restarts = 0
-        self.polling_only = False
-
-    def start(self) -> None:
-        from watchdog.events import FileSystemEvent, FileSystemEventHandler
-        from watchdog.observers import Observer
-
-        wake = self.wake
-
-        class _Wake(FileSystemEventHandler):
-            def on_any_event(self, event: FileSystemEvent) -> None:
-                try:
-                    if event.event_type in WAKE_EVENTS:
-                        wake.set()
-                except Exception:  # an exception here would kill watchdog's dispatcher
-                    log.exception("watchdog handler failed")
-
-        try:
-            observer = Observer()
-            observer.schedule(_Wake(), self.spool_dir, recursive=False)
-            observer.start()
-        except OSError as e:
-            # ENOSPC/EMFILE (inotify limits) or another failure: the rescan loop alone is
-            # correct, only slower to notice; say how to fix it once.
-            self.polling_only = True
-            log.warning(
-                "watchdog unavailable (%s); polling every rescan interval instead. Raise "
-                "fs.inotify.max_user_watches / max_user_instances to restore instant wake-ups",
-                e,
-            )
-            return
-        self.observer = observer
-
-    def check(self) -> None:
-        """Restart a dead observer (a handler or emitter error stops it silently)."""
-        if self.polling_only or self.observer is None:
-            return
-        emitters = list(getattr(self.observer, "emitters", []))
-        if self.observer.is_alive() and all(e.is_alive() for e in emitters):
-            return
-        self.restarts += 1
-        log.warning("watchdog observer died; restarting it (restart %d)", self.restarts)
-        self.stop()
-        self.start()
-
-    def stop(self) -> None:
-        if self.observer is not None:
-            try:
-                self.observer.stop()
-                self.observer.join(timeout=2)
-            except Exception:
-                log.exception("stopping the watchdog observer failed")
-            self.observer = None
 
 
 class Daemon:
@@ -300,64 +233,6 @@ class Daemon:
             write_atomic(self.paths.daemon_json, json.dumps(info).encode(), root=self.paths.root)
         except Exception:
             log.exception("heartbeat failed")
-
-
-class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """A RotatingFileHandler whose every file, also the one a rollover creates, is 0600 (I10),
-    and which opens, renames and deletes its files only through the state dir's fd."""
-
-    def __init__(self, root: Path, filename: Path, max_bytes: int, backups: int) -> None:
-        self.state_root = root
-        super().__init__(filename, maxBytes=max_bytes, backupCount=backups)
-
-    def _open(self) -> io.TextIOWrapper:
-        stream = open(  # noqa: SIM115 - the handler owns and closes the stream
-            self.baseFilename,
-            self.mode,
-            encoding=self.encoding,
-            errors=self.errors,
-            opener=self._private_opener,
-        )
-        return cast(io.TextIOWrapper, stream)
-
-    def _private_opener(self, path: str, flags: int) -> int:
-        return safefs.open_file(self.state_root, path, flags, 0o600)
-
-    def doRollover(self) -> None:
-        """ctxd.log -> ctxd.log.1 -> ... by renames relative to the state dir's fd."""
-        if self.stream:
-            self.stream.close()
-            self.stream = None
-        root, base = self.state_root, self.baseFilename
-        for i in range(self.backupCount - 1, 0, -1):
-            try:
-                safefs.rename(root, f"{base}.{i}", f"{base}.{i + 1}")
-            except FileNotFoundError:
-                pass
-        if self.backupCount > 0:
-            safefs.rename(root, base, f"{base}.1")
-        if not self.delay:
-            self.stream = self._open()
-
-
-def setup_logging(paths: StatePaths, config: Config, *, to_stderr: bool) -> None:
-    """A rotating log in the state directory (0600), plus stderr in the foreground."""
-    paths.ensure()
-    root = logging.getLogger()
-    root.setLevel(logging.INFO)
-    os.close(safefs.open_file(paths.root, paths.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT))
-    handler = _PrivateRotatingFileHandler(
-        paths.root, paths.log, config.daemon.log_max_bytes, config.daemon.log_backups
-    )
-    # Redacted and bounded: a library's message or a traceback may quote an event.
-    fmt = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    handler.setFormatter(fmt)
-    root.addHandler(handler)
-    if to_stderr:
-        err = logging.StreamHandler()
-        err.setFormatter(fmt)
-        root.addHandler(err)
-    logging.getLogger("apscheduler").setLevel(logging.INFO)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
