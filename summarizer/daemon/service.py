@@ -2,7 +2,8 @@
 
 watchdog only wakes the loop (I7): inotify coalesces and drops events and an exception in a
 handler kills its dispatcher thread, so a stat rescan every `rescan_interval_s` is what
-guarantees progress, and a dead observer is restarted (or polling alone carries on).
+guarantees progress, and a dead observer is restarted (or polling alone carries on). Signals
+reach the loop through a self-pipe (summarizer.daemon.wakeup).
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ import argparse
 import json
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
-from types import FrameType
 
 from indexer import (
     LARGE_PASS_LINES,
@@ -38,6 +37,7 @@ from indexer.paths import StatePaths
 from indexer.writer import IndexWriter, lag, open_writer, writer_lock
 from summarizer.daemon.host import BatchListener
 from summarizer.daemon.logfile import setup_logging
+from summarizer.daemon.wakeup import Wakeup, install_signal_handlers
 from summarizer.daemon.watcher import WAKE_EVENTS, SpoolWatcher
 
 __all__ = ["WAKE_EVENTS", "Daemon", "SpoolWatcher", "cmd_run", "setup_logging"]
@@ -58,7 +58,7 @@ class Daemon:
     def __init__(self, paths: StatePaths, config: Config) -> None:
         self.paths = paths
         self.config = config
-        self.wake = threading.Event()
+        self.wake = Wakeup()
         self.stopping = threading.Event()
         self.index_lock = threading.Lock()  # ingest and jobs never write the index at once (I8)
         self.listeners: list[BatchListener] = []
@@ -74,21 +74,41 @@ class Daemon:
         self.skipped = 0
         self.last_lines_at = 0.0  # wall time of the last pass that indexed lines
         self.catching_up = threading.Event()  # set while a bulk backlog is being ingested
+        self._stop_asked = False  # set by request_stop, or by a signal handler (a plain store)
+        self._signal: int | None = None
 
-    def request_stop(self, signum: int | None = None, _frame: FrameType | None = None) -> None:
-        if signum is not None:
-            log.info("signal %d received: finishing the current batch", signum)
+    def request_stop(self) -> None:
+        """Stop after the current batch (from any thread; not from a signal handler)."""
+        self._stop_asked = True
         self.stopping.set()
         self.wake.set()
 
+    def on_signal(self, signum: int) -> None:
+        """A signal handler's whole work: record it, wake the loop. No lock, no log (see
+        summarizer.daemon.wakeup); the loop logs it and sets `stopping`."""
+        self._signal = signum
+        self._stop_asked = True
+        self.wake.set()
+
+    def stop_requested(self) -> bool:
+        """True once a stop was asked for, even before the loop has seen it (ingest checks
+        this between batches)."""
+        return self._stop_asked or self.stopping.is_set()
+
     def run(self, on_start: Callable[[Daemon], None] | None = None) -> int:
-        """Run until SIGTERM/SIGINT; return the exit code."""
+        """Run until SIGTERM/SIGINT or `request_stop`; return the exit code."""
+        try:
+            return self._run(on_start)
+        finally:
+            self.wake.close()
+
+    def _run(self, on_start: Callable[[Daemon], None] | None) -> int:
         with writer_lock(self.paths, wait_s=5.0):
             swept = sweep_temp_files(self.paths.root)
             if swept:
                 log.info("removed %d stale temp files", swept)
             self.writer = open_writer(self.paths, self.config)
-            self.writer.ingestor.should_stop = self.stopping.is_set
+            self.writer.ingestor.should_stop = self.stop_requested
             watcher = SpoolWatcher(str(self.paths.spool), self.wake)
             try:
                 self.writer.start()
@@ -113,6 +133,14 @@ class Daemon:
                 log.info("daemon stopped")
         return 0
 
+    def _stop_seen(self) -> bool:
+        """The loop's check: log a signal the handler recorded, and set `stopping`."""
+        if self._stop_asked and not self.stopping.is_set():
+            if self._signal is not None:
+                log.info("signal %d received: finishing the current batch", self._signal)
+            self.stopping.set()
+        return self.stopping.is_set()
+
     def _loop(self, watcher: SpoolWatcher) -> None:
         assert self.writer is not None
         interval = self.config.daemon.rescan_interval_s
@@ -122,7 +150,7 @@ class Daemon:
         unread = True  # bytes past an offset remain (a partial line): passes must go on
         last_lines = 0.0  # time.monotonic() of the last pass that indexed lines
         progressed = False  # the last pass indexed lines
-        while not self.stopping.is_set():
+        while not self._stop_seen():
             self.wake.clear()
             replaced = self.writer.index_replaced()
             if replaced:
@@ -158,7 +186,7 @@ class Daemon:
                 except Exception:
                     failures += 1
                     log.exception("ingest pass failed (%d in a row); retrying", failures)
-                    time.sleep(min(30.0, 0.5 * 2**failures))
+                    self.wake.wait(min(30.0, 0.5 * 2**failures))
                     continue
                 last_seen = seen
             if stats.lines:
@@ -171,7 +199,7 @@ class Daemon:
                 watcher.check()
                 self._heartbeat()
                 next_beat = time.monotonic() + self.config.daemon.heartbeat_interval_s
-            if stats.lines and not self.stopping.is_set():
+            if stats.lines and not self.stop_requested():
                 last_lines = time.monotonic()
                 continue  # more may be waiting: drain before sleeping
             # Right after new lines, more usually follow: poll (stat only) at a short interval
@@ -244,8 +272,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(paths.config)
     setup_logging(paths, config, to_stderr=os.isatty(2))
     daemon = Daemon(paths, config)
-    signal.signal(signal.SIGTERM, daemon.request_stop)
-    signal.signal(signal.SIGINT, daemon.request_stop)
+    install_signal_handlers(daemon)
     try:
         return daemon.run(on_start=_start_jobs)
     except IndexBusyError as e:
