@@ -75,12 +75,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"replaying {len(payloads)} hook events into {project} through the real ctxd-hook …")
         ms = replay(project, payloads)
         print(f"hook: {ms:.1f} ms per event (process start included)\n")
-        result = catch_up(paths)
+        result = catch_up(paths, wait_s=60.0)
         s = result.stats
-        print(
-            f"indexed {s.entries} entries from {s.lines} spool lines "
-            f"({s.duplicates} duplicates, {s.quarantined} quarantined)\n"
-        )
+        if not result.by_other:
+            print(
+                f"indexed {s.entries} entries from {s.lines} spool lines "
+                f"({s.duplicates} duplicates, {s.quarantined} quarantined)\n"
+            )
+        else:  # the notes builder the PreCompact hook started indexed the spool first
+            conn = history.connect(paths.index_db, readonly=True)
+            try:
+                entries = history.count(conn, "entries")
+            finally:
+                conn.close()
+            print(f"indexed {entries} entries (by the notes builder started on PreCompact)\n")
         show_index(paths)
         print("\n$ ctxd read --agent-id arch-001 --format text")
         from summarizer.cli.app import main as ctxd

@@ -8,7 +8,7 @@ import sqlite3
 import time
 from typing import Any
 
-from indexer import failure_count, lock_is_held, query
+from indexer import daemon_channel, failure_count, query
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths
 from indexer.query import connect_readonly, spool_lag
@@ -20,11 +20,12 @@ _TABLES = ("entries", "sessions", "agents", "quarantine")
 
 
 def daemon_info(paths: StatePaths) -> dict[str, Any]:
-    """The daemon's heartbeat file, if a daemon holds the lock now."""
+    """The daemon's heartbeat file, if a daemon runs now (its socket accepts a connection;
+    a command or the builder started on PreCompact may hold the writer lock, and is none)."""
     try:
-        running = lock_is_held(str(paths.lock))
+        running = daemon_channel.is_listening(paths.root)
     except OSError as e:
-        raise StateDirError(f"cannot open {paths.lock}: {e.strerror}; check the state dir") from e
+        raise StateDirError(f"cannot reach {paths.root}: {e.strerror}; check the state dir") from e
     if not running:
         return {}
     try:

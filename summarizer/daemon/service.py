@@ -1,9 +1,10 @@
 """`ctxd run`: the daemon loop: watchdog wake-ups, a rescan that guarantees progress, signals.
 
 watchdog only wakes the loop (I7): inotify coalesces and drops events and an exception in a
-handler kills its dispatcher thread, so a stat rescan every `rescan_interval_s` is what
-guarantees progress, and a dead observer is restarted (or polling alone carries on). Signals
-reach the loop through a self-pipe (summarizer.daemon.wakeup).
+handler kills its dispatcher thread, so a stat rescan is what guarantees progress, and a dead
+observer is restarted (or polling alone carries on). Requests (`ctxd compact`) come over the
+state dir's socket (summarizer.daemon.channel), signals through a self-pipe
+(summarizer.daemon.wakeup).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from indexer import (
     WRITER_CACHE_KIB,
     IngestStats,
     SpoolSnapshot,
+    daemon_channel,
     has_unread,
     history,
     query,
@@ -32,9 +34,11 @@ from indexer import (
     write_atomic,
 )
 from indexer.config import Config, load_config
-from indexer.errors import CtxdError, IndexBusyError, StateDirError
+from indexer.daemon_channel import SOCKET_NAME
+from indexer.errors import CtxdError, StateDirError
 from indexer.paths import StatePaths
-from indexer.writer import IndexWriter, lag, open_writer, writer_lock
+from indexer.writer import IndexWriter, daemon_writer_lock, lag, open_writer
+from summarizer.daemon.channel import RequestHandler, RequestServer
 from summarizer.daemon.host import BatchListener
 from summarizer.daemon.logfile import setup_logging
 from summarizer.daemon.wakeup import Wakeup, install_signal_handlers
@@ -50,6 +54,9 @@ ACTIVE_POLL_S = 0.01
 # end, so that the tokenizer is not loaded beside the ingest's page cache and batches.
 BULK_BACKLOG_BYTES = 16 << 20
 LISTENER_CACHE_KIB = 2048
+# How long a starting daemon waits for a command or the builder started on PreCompact to
+# release the writer lock (another daemon holding it is an error at once).
+LOCK_WAIT_S = 120.0
 
 
 class Daemon:
@@ -65,6 +72,8 @@ class Daemon:
         # Called before the writer lock is released (the scheduler finishes its jobs there, so
         # no compaction writes the index after another process could take the lock: I8).
         self.stop_callbacks: list[Callable[[], None]] = []
+        # Requests by op name, served once on_start has returned (see summarizer.daemon.channel).
+        self.request_handlers: dict[str, RequestHandler] = {}
         self.started = time.time()
         self.last_stats = IngestStats()
         self.writer: IndexWriter | None = None
@@ -76,6 +85,8 @@ class Daemon:
         self.catching_up = threading.Event()  # set while a bulk backlog is being ingested
         self._stop_asked = False  # set by request_stop, or by a signal handler (a plain store)
         self._signal: int | None = None
+        self._listener: daemon_channel.Listener | None = None
+        self._server: RequestServer | None = None
 
     def request_stop(self) -> None:
         """Stop after the current batch (from any thread; not from a signal handler)."""
@@ -98,40 +109,82 @@ class Daemon:
     def run(self, on_start: Callable[[Daemon], None] | None = None) -> int:
         """Run until SIGTERM/SIGINT or `request_stop`; return the exit code."""
         try:
-            return self._run(on_start)
+            with daemon_writer_lock(
+                self.paths, wait_s=LOCK_WAIT_S, should_stop=self.stop_requested
+            ):
+                self._run_locked(on_start)
+        except CtxdError as e:
+            if self.writer is None and self.stop_requested():
+                log.info("stopped before it started (%s)", e)
+                return 0
+            log.error("the daemon cannot run: %s", e)
+            raise
         finally:
             self.wake.close()
+        return 0
 
-    def _run(self, on_start: Callable[[Daemon], None] | None) -> int:
-        with writer_lock(self.paths, wait_s=5.0):
+    def _run_locked(self, on_start: Callable[[Daemon], None] | None) -> None:
+        # Listening from the start: clients know a daemon runs (and queue their requests)
+        # while it starts; they are served once its jobs have registered their handlers.
+        self._listener = daemon_channel.listen(self.paths.root)
+        watcher = SpoolWatcher(str(self.paths.spool), self.wake)
+        try:
             swept = sweep_temp_files(self.paths.root)
             if swept:
                 log.info("removed %d stale temp files", swept)
             self.writer = open_writer(self.paths, self.config)
             self.writer.ingestor.should_stop = self.stop_requested
-            watcher = SpoolWatcher(str(self.paths.spool), self.wake)
-            try:
-                self.writer.start()
-                watcher.start()
-                self._heartbeat()
-                if on_start is not None:
-                    on_start(self)
-                log.info("daemon started (pid %d)", os.getpid())
-                self._loop(watcher)
-            finally:
-                for callback in self.stop_callbacks:
-                    try:
-                        callback()
-                    except Exception:
-                        log.exception("stop callback failed")
-                watcher.stop()
-                self.writer.close()
+            self.writer.start()
+            watcher.start()
+            self._heartbeat()
+            if on_start is not None:
+                on_start(self)
+            self._serve_requests()
+            log.info("daemon started (pid %d)", os.getpid())
+            self._loop(watcher)
+        finally:
+            self.stopping.set()  # every thread waiting on it ends
+            if self._server is not None:
+                self._server.stop()
+            # From here clients find no daemon and wait for the writer lock instead.
+            if self._listener is not None:
+                daemon_channel.close_listener(self.paths.root, self._listener)
+            for callback in self.stop_callbacks:
                 try:
-                    safefs.unlink(self.paths.root, self.paths.daemon_json)
-                except (OSError, StateDirError):
-                    log.exception("cannot remove %s", self.paths.daemon_json)
-                log.info("daemon stopped")
-        return 0
+                    callback()
+                except Exception:
+                    log.exception("stop callback failed")
+            watcher.stop()
+            if self.writer is not None:
+                self.writer.close()
+            try:
+                safefs.unlink(self.paths.root, self.paths.daemon_json)
+            except (OSError, StateDirError):
+                log.exception("cannot remove %s", self.paths.daemon_json)
+            log.info("daemon stopped")
+
+    def _serve_requests(self) -> None:
+        assert self._listener is not None
+        identity = {"pid": os.getpid(), "started": self.started}
+        self._server = RequestServer(self._listener, self.request_handlers, identity)
+        self._server.start()
+
+    def _keep_listening(self) -> None:
+        """Listen again if `daemon.sock` was removed or replaced: clients would find no
+        daemon, wait for the writer lock this daemon holds, and give up."""
+        assert self._listener is not None
+        if daemon_channel.is_bound(self.paths.root, self._listener):
+            return
+        log.warning("%s was removed or replaced; listening on a new one", SOCKET_NAME)
+        if self._server is not None:
+            self._server.stop()
+        self._listener.sock.close()  # not unlinked: the name is not ours any more
+        try:
+            self._listener = daemon_channel.listen(self.paths.root)
+        except (OSError, CtxdError):
+            log.exception("cannot listen on %s; retrying at the next heartbeat", SOCKET_NAME)
+            return  # is_bound stays false: the next heartbeat tries again
+        self._serve_requests()
 
     def _stop_seen(self) -> bool:
         """The loop's check: log a signal the handler recorded, and set `stopping`."""
@@ -197,6 +250,7 @@ class Daemon:
                 self._end_catch_up()
             if time.monotonic() >= next_beat:
                 watcher.check()
+                self._keep_listening()
                 self._heartbeat()
                 next_beat = time.monotonic() + self.config.daemon.heartbeat_interval_s
             if stats.lines and not self.stop_requested():
@@ -273,13 +327,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     setup_logging(paths, config, to_stderr=os.isatty(2))
     daemon = Daemon(paths, config)
     install_signal_handlers(daemon)
-    try:
-        return daemon.run(on_start=_start_jobs)
-    except IndexBusyError as e:
-        raise IndexBusyError(f"another ctxd daemon is running for {paths.root} ({e})") from e
-    except CtxdError as e:  # `ctxd start` detaches the daemon from the terminal: log why
-        log.error("the daemon cannot run: %s", e)
-        raise
+    return daemon.run(on_start=_start_jobs)
 
 
 def _start_jobs(daemon: Daemon) -> None:
