@@ -2,9 +2,11 @@
 
 watchdog only wakes the loop (I7): inotify coalesces and drops events and an exception in a
 handler kills its dispatcher thread, so a stat rescan is what guarantees progress, and a dead
-observer is restarted (or polling alone carries on). Requests (`ctxd compact`) come over the
-state dir's socket (summarizer.daemon.channel), signals through a self-pipe
-(summarizer.daemon.wakeup).
+observer is restarted (or polling alone carries on). The rescan runs every
+`rescan_interval_s` while events come and backs off to `rescan_idle_interval_s` at rest; a
+notification still wakes the loop at once. Requests (`ctxd compact`, `ctxd start`'s check)
+come over the state dir's socket (summarizer.daemon.channel), signals through a self-pipe
+(summarizer.daemon.wakeup): the idle daemon sleeps until one of them, or the next rescan.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from indexer import (
     LARGE_PASS_LINES,
@@ -57,6 +60,16 @@ LISTENER_CACHE_KIB = 2048
 # How long a starting daemon waits for a command or the builder started on PreCompact to
 # release the writer lock (another daemon holding it is an error at once).
 LOCK_WAIT_S = 120.0
+
+
+@dataclass
+class _SpoolState:
+    """What the loop remembers of the spool between rescans."""
+
+    last_seen: SpoolSnapshot | None = None  # the spool as the last pass saw it
+    unread: bool = True  # bytes past an offset remain (a partial line): passes must go on
+    progressed: bool = False  # the last pass indexed lines
+    failures: int = 0  # passes failed in a row
 
 
 class Daemon:
@@ -195,71 +208,101 @@ class Daemon:
         return self.stopping.is_set()
 
     def _loop(self, watcher: SpoolWatcher) -> None:
-        assert self.writer is not None
-        interval = self.config.daemon.rescan_interval_s
-        next_beat = time.monotonic() + self.config.daemon.heartbeat_interval_s
-        failures = 0
-        last_seen: SpoolSnapshot | None = None  # the spool as the last pass saw it
-        unread = True  # bytes past an offset remain (a partial line): passes must go on
+        cfg = self.config.daemon
+        active_s = cfg.rescan_interval_s
+        rest_s = max(active_s, cfg.rescan_idle_interval_s)
+        rescan_s = active_s  # doubles after each rescan that finds nothing, up to rest_s
+        now = time.monotonic()
+        next_rescan, next_beat = now, now + cfg.heartbeat_interval_s
+        spool = _SpoolState()
         last_lines = 0.0  # time.monotonic() of the last pass that indexed lines
-        progressed = False  # the last pass indexed lines
-        while not self._stop_seen():
-            self.wake.clear()
-            replaced = self.writer.index_replaced()
-            if replaced:
-                log.error(
-                    "%s while the daemon ran; stopping. The next ctxd command re-indexes the "
-                    "spool into the current index (`ctxd start` to run the daemon again)",
-                    replaced,
-                )
-                self.stopping.set()
-                break
-            seen = snapshot(self.paths.spool)
-            stats = IngestStats()
-            ending = False  # a bulk catch-up ends with this pass
-            if seen == last_seen and not unread:
-                self.skipped += 1  # nothing new: a few stat calls instead of a pass
-                ending = True
-            else:
-                try:
-                    with self.index_lock:
-                        # A backlog that does not shrink (a huge partial line waiting for its
-                        # end) is no catch-up: compactions must not wait for it forever.
-                        bulk = unread_bytes(seen, self._offsets()) >= BULK_BACKLOG_BYTES
-                        if bulk and (seen != last_seen or progressed):
-                            self.catching_up.set()
-                        else:
-                            ending = True  # cleared after the duties that waited for it
-                        stats = self.writer.pass_once()
-                        self.passes += 1
-                        progressed = bool(stats.lines)
-                        # Offsets are read only when the pass found no line to index.
-                        unread = bool(stats.lines) or has_unread(seen, self._offsets())
-                    failures = 0
-                except Exception:
-                    failures += 1
-                    log.exception("ingest pass failed (%d in a row); retrying", failures)
-                    self.wake.wait(min(30.0, 0.5 * 2**failures))
+        woken = True
+        slack = 0.0
+        while not self._stop_seen() and not self._index_gone():
+            lines = 0
+            if woken or time.monotonic() >= next_rescan:
+                outcome = self._rescan(spool)
+                if outcome is None:  # the pass failed: try again after a back-off
+                    woken = self.wake.wait(min(30.0, 0.5 * 2**spool.failures))
                     continue
-                last_seen = seen
-            if stats.lines:
-                self.last_stats = stats
-                self.last_lines_at = time.time()
-                self._call_listeners(stats, stats.lines >= LARGE_PASS_LINES)
-            if ending:
-                self._end_catch_up()
-            if time.monotonic() >= next_beat:
+                lines, changed = outcome
+                # Polling alone (no notifications) stays at the short interval.
+                quiet = not lines and not changed and not watcher.polling_only
+                rescan_s = min(rest_s, rescan_s * 2) if quiet else active_s
+                next_rescan = time.monotonic() + rescan_s
+            # Early or late by up to half an interval: at rest the heartbeat shares the
+            # rescan's wake-up instead of waking the daemon a second time.
+            slack = min(rescan_s, cfg.heartbeat_interval_s) / 2
+            if time.monotonic() >= next_beat - slack:
                 watcher.check()
                 self._keep_listening()
                 self._heartbeat()
-                next_beat = time.monotonic() + self.config.daemon.heartbeat_interval_s
-            if stats.lines and not self.stop_requested():
+                next_beat = time.monotonic() + cfg.heartbeat_interval_s
+            if lines and not self.stop_requested():
                 last_lines = time.monotonic()
+                woken = True
                 continue  # more may be waiting: drain before sleeping
-            # Right after new lines, more usually follow: poll (stat only) at a short interval
-            # for a moment instead of relying on notifications alone, then sleep.
-            busy = time.monotonic() - last_lines < ACTIVE_WINDOW_S
-            self.wake.wait(ACTIVE_POLL_S if busy else interval)
+            now = time.monotonic()
+            if now - last_lines < ACTIVE_WINDOW_S:
+                # Right after new lines, more usually follow: rescan (stat only) at a short
+                # interval for a moment instead of relying on notifications alone.
+                next_rescan = min(next_rescan, now + ACTIVE_POLL_S)
+            woken = self.wake.wait(max(0.0, min(next_rescan, next_beat + slack) - now))
+
+    def _index_gone(self) -> bool:
+        """Stop if index.db was deleted or replaced: SQLite would go on writing to the inode
+        it opened, which nobody reads any more."""
+        assert self.writer is not None
+        replaced = self.writer.index_replaced()
+        if replaced:
+            log.error(
+                "%s while the daemon ran; stopping. The next ctxd command re-indexes the "
+                "spool into the current index (`ctxd start` to run the daemon again)",
+                replaced,
+            )
+            self.stopping.set()
+        return bool(replaced)
+
+    def _rescan(self, spool: _SpoolState) -> tuple[int, bool] | None:
+        """Stat the spool and run a pass if anything changed; (lines indexed, whether the
+        spool changed since the last pass), or None if the pass failed (logged)."""
+        assert self.writer is not None
+        self.wake.clear()  # what the snapshot below sees needs no second wake-up
+        seen = snapshot(self.paths.spool)
+        stats = IngestStats()
+        ending = False  # a bulk catch-up ends with this pass
+        changed = seen != spool.last_seen
+        if not changed and not spool.unread:
+            self.skipped += 1  # nothing new: a few stat calls instead of a pass
+            ending = True
+        else:
+            try:
+                with self.index_lock:
+                    # A backlog that does not shrink (a huge partial line waiting for its
+                    # end) is no catch-up: compactions must not wait for it forever.
+                    bulk = unread_bytes(seen, self._offsets()) >= BULK_BACKLOG_BYTES
+                    if bulk and (changed or spool.progressed):
+                        self.catching_up.set()
+                    else:
+                        ending = True  # cleared after the duties that waited for it
+                    stats = self.writer.pass_once()
+                    self.passes += 1
+                    spool.progressed = bool(stats.lines)
+                    # Offsets are read only when the pass found no line to index.
+                    spool.unread = bool(stats.lines) or has_unread(seen, self._offsets())
+                spool.failures = 0
+            except Exception:
+                spool.failures += 1
+                log.exception("ingest pass failed (%d in a row); retrying", spool.failures)
+                return None
+            spool.last_seen = seen
+        if stats.lines:
+            self.last_stats = stats
+            self.last_lines_at = time.time()
+            self._call_listeners(stats, stats.lines >= LARGE_PASS_LINES)
+        if ending:
+            self._end_catch_up()
+        return stats.lines, changed
 
     def _call_listeners(self, stats: IngestStats, large: bool) -> None:
         large = large and bool(self.listeners)

@@ -2,7 +2,8 @@
 
 inotify coalesces and drops events, and an exception in a handler kills watchdog's dispatcher
 thread, so the daemon's stat rescan is what guarantees progress; this observer makes it
-instant.
+instant. It asks the kernel only for the changes that mean new data (its mask has no open,
+access or close-without-write), so the daemon's own reads of the spool wake no thread at all.
 """
 
 from __future__ import annotations
@@ -36,7 +37,15 @@ class SpoolWatcher:
         self.polling_only = False
 
     def start(self) -> None:
-        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.events import (
+            FileClosedEvent,
+            FileCreatedEvent,
+            FileDeletedEvent,
+            FileModifiedEvent,
+            FileMovedEvent,
+            FileSystemEvent,
+            FileSystemEventHandler,
+        )
         from watchdog.observers import Observer
 
         wake = self.wake
@@ -51,7 +60,19 @@ class SpoolWatcher:
 
         try:
             observer = Observer()
-            observer.schedule(_Wake(), self.spool_dir, recursive=False)
+            observer.schedule(
+                _Wake(),
+                self.spool_dir,
+                recursive=False,
+                # The inotify mask: created, modified, moved, deleted, closed after a write.
+                event_filter=[
+                    FileCreatedEvent,
+                    FileModifiedEvent,
+                    FileMovedEvent,
+                    FileDeletedEvent,
+                    FileClosedEvent,
+                ],
+            )
             observer.start()
         except OSError as e:
             # ENOSPC/EMFILE (inotify limits) or another failure: the rescan loop alone is
