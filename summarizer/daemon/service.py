@@ -98,6 +98,7 @@ class Daemon:
         self.catching_up = threading.Event()  # set while a bulk backlog is being ingested
         self._stop_asked = False  # set by request_stop, or by a signal handler (a plain store)
         self._signal: int | None = None
+        self._error_logged = False
         self._listener: daemon_channel.Listener | None = None
         self._server: RequestServer | None = None
 
@@ -120,7 +121,10 @@ class Daemon:
         return self._stop_asked or self.stopping.is_set()
 
     def run(self, on_start: Callable[[Daemon], None] | None = None) -> int:
-        """Run until SIGTERM/SIGINT or `request_stop`; return the exit code."""
+        """Run until SIGTERM/SIGINT or `request_stop`; return the exit code.
+
+        An error that stops it is logged (with its traceback) before it propagates.
+        """
         try:
             with daemon_writer_lock(
                 self.paths, wait_s=LOCK_WAIT_S, should_stop=self.stop_requested
@@ -130,7 +134,8 @@ class Daemon:
             if self.writer is None and self.stop_requested():
                 log.info("stopped before it started (%s)", e)
                 return 0
-            log.error("the daemon cannot run: %s", e)
+            if not self._error_logged:
+                log.error("the daemon cannot run: %s", e)
             raise
         finally:
             self.wake.close()
@@ -155,6 +160,14 @@ class Daemon:
             self._serve_requests()
             log.info("daemon started (pid %d)", os.getpid())
             self._loop(watcher)
+        except Exception as e:
+            self._error_logged = True
+            if isinstance(e, CtxdError):
+                log.error("the daemon stopped: %s", e)
+            else:
+                # Redacted by the log's formatter, the traceback included.
+                log.exception("the daemon stopped on an error: %s: %s", type(e).__name__, e)
+            raise
         finally:
             self.stopping.set()  # every thread waiting on it ends
             if self._server is not None:
@@ -366,7 +379,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     paths = state_paths(args)
     paths.ensure()
-    config = load_config(paths.config)
+    try:
+        config = load_config(paths.config)
+    except CtxdError as e:  # `ctxd start` detaches the daemon from the terminal: log why
+        setup_logging(paths, Config(), to_stderr=os.isatty(2))
+        log.error("the daemon cannot start: %s", e)
+        raise
     setup_logging(paths, config, to_stderr=os.isatty(2))
     daemon = Daemon(paths, config)
     install_signal_handlers(daemon)
