@@ -10,7 +10,9 @@ request is a client asking whether a daemon runs. Nothing here wakes unless a cl
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import struct
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -99,6 +101,9 @@ class RequestServer:
                 conn.close()
 
     def _handle(self, conn: socket.socket) -> None:
+        if not _same_user(conn):  # the state dir is 0700: only root could get here
+            conn.close()
+            return
         try:
             message = daemon_channel.receive(conn, READ_TIMEOUT_S)
         except (TimeoutError, OSError):
@@ -117,3 +122,17 @@ class RequestServer:
             reply.send({"ok": False, "error": f"unknown request {op!r}"})
             return
         handler(message, reply)
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """True if the client runs as the daemon's user (SO_PEERCRED; where it is missing, the
+    socket's 0600 and the state dir's 0700 are the only guard)."""
+    peercred = getattr(socket, "SO_PEERCRED", None)
+    if peercred is None:
+        return True
+    try:
+        raw = conn.getsockopt(socket.SOL_SOCKET, int(peercred), 12)
+    except OSError:
+        return False
+    uid: int = struct.unpack("3i", raw)[1]
+    return uid == os.geteuid()
