@@ -14,7 +14,8 @@ the config as `ctxd init` writes it, where the worker is off).
 a venv holding the code before a change; default: this checkout), in alternating order over
 `--rounds` rounds, a fresh project of N events indexed by that ctxd itself, its daemon started
 and left to settle (its startup work over, `--settle-s` after its start at least), then its
-CPU share over `--idle-s` seconds from /proc, and its wake-ups: the calls of every thread that
+CPU share over `--idle-s` seconds (from /proc/<pid>/task/*/schedstat, in ns: utime and stime
+come in 10 ms ticks, too coarse at rest), and its wake-ups: the calls of every thread that
 return from a wait (futex, poll, select, epoll_wait, clock_nanosleep...), counted by
 `strace -c -f -p PID` over `--strace-s` seconds (goal: < 0.1% of a core, <= 1 wake-up/s).
 
@@ -105,6 +106,19 @@ def cpu_seconds(pid: int) -> float:
         # utime, stime, and cutime, cstime: children it waited for (a worker that ended).
         total += sum(int(f) for f in fields[11:15])
     return total / TICKS
+
+
+def cpu_ns(pid: int) -> int:
+    """Time on a CPU of every live thread of `pid` and its descendants, in ns (schedstat:
+    exact, where utime and stime come in 10 ms ticks, too coarse for an idle daemon)."""
+    total = 0
+    for member in tree(pid):
+        try:
+            for task in Path(f"/proc/{member}/task").iterdir():
+                total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError):
+            continue  # it exited meanwhile
+    return total
 
 
 def status_mb(pid: int, key: str) -> float:
@@ -243,6 +257,7 @@ class Rest:
     rss_mb: float = 0.0
     wakeups_per_s: float | None = None
     calls: dict[str, int] = field(default_factory=dict)
+    load: str = ""  # the machine's load average after the idle window
 
 
 def at_rest(ctxd: str, args: argparse.Namespace) -> Rest:
@@ -267,9 +282,11 @@ def at_rest(ctxd: str, args: argparse.Namespace) -> Rest:
             started = time.monotonic()
             quiet = settled(paths, proc.pid, quiet_s=3.0)
             sample(proc.pid, "settle", lambda: quiet() and time.monotonic() - started >= args.settle_s)
+            c0, t0 = cpu_ns(proc.pid), time.monotonic()
             idle = sample(proc.pid, "idle", lambda: True, min_s=args.idle_s)
-            rest.cpu_pct = 100 * idle.cpu_s / idle.wall_s
+            rest.cpu_pct = 100 * (cpu_ns(proc.pid) - c0) / 1e9 / (time.monotonic() - t0)
             rest.rss_mb = statistics.median(idle.rss_mb)
+            rest.load = idle.load
             counted = count_wakeups(proc.pid, args.strace_s)
             if counted is not None:
                 rest.wakeups_per_s = counted[0] / args.strace_s
@@ -294,7 +311,8 @@ def compare_at_rest(args: argparse.Namespace) -> int:
             calls = ", ".join(f"{k} {v}" for k, v in sorted(rest.calls.items()))
             print(
                 f"round {n + 1}: {rest.ctxd}: CPU {rest.cpu_pct:.3f}% of a core over "
-                f"{args.idle_s:.0f} s, RSS {rest.rss_mb:.1f} MB, wake-ups {wakes} ({calls})",
+                f"{args.idle_s:.0f} s, RSS {rest.rss_mb:.1f} MB, wake-ups {wakes} ({calls}), "
+                f"load {rest.load}",
                 flush=True,
             )
     print(f"at rest, {args.events:,} events indexed, medians of {args.rounds} rounds:")
