@@ -164,11 +164,15 @@ def connect(root: StrPath, timeout_s: float) -> _socket.socket | None:
 
 def is_listening(root: StrPath, timeout_s: float = 1.0) -> bool:
     """True if a daemon listens on the state dir's socket now (a connection is made, then
-    closed: the daemon reads an empty request and drops it)."""
+    closed: the daemon reads an empty request and drops it). False for an unsafe state dir
+    (a symlink, another user's, writable by others): nothing is reached through it, and the
+    caller's own use of the state dir says what is wrong with it."""
     try:
         sock = connect(root, timeout_s)
     except TimeoutError:
         return True  # a full backlog is a daemon
+    except StateDirError:
+        return False
     if sock is None:
         return False
     sock.close()

@@ -192,6 +192,7 @@ def catch_up(
     """
     target = spool_target(paths)
     deadline = time.monotonic() + wait_s
+    waited = False  # another process held the lock: what it indexed is not in our stats
     while True:
         if daemon_running(paths):
             left = max(0.0, deadline - time.monotonic())
@@ -200,9 +201,11 @@ def catch_up(
         try:
             slice_s = min(LOCK_SLICE_S, max(0.0, deadline - time.monotonic()))
             with writer_lock(paths, wait_s=slice_s):
-                return CatchUpResult(ingest_spool(paths, config), by_daemon=False, caught_up=True)
+                stats = ingest_spool(paths, config)
+                by_other = waited and not stats.lines
+                return CatchUpResult(stats, by_daemon=False, caught_up=True, by_other=by_other)
         except IndexBusyError:
-            pass  # held by a process that is not a daemon: it may be indexing this very spool
+            waited = True  # held by a process that is no daemon: it may index this very spool
         if index_covers(paths, target):
             return CatchUpResult(IngestStats(), by_daemon=False, caught_up=True, by_other=True)
         if time.monotonic() >= deadline:

@@ -123,3 +123,20 @@ def test_receive_times_out_without_a_whole_line(tmp_path: Path) -> None:
         right.sendall(b'{"ok": tr')
         with pytest.raises(TimeoutError):
             daemon_channel.receive(left, 0.05)
+
+
+def test_an_unsafe_state_dir_is_refused_by_connect_and_is_no_daemon_to_a_probe(
+    tmp_path: Path,
+) -> None:
+    from indexer.errors import StateDirError
+
+    root = _state(tmp_path)
+    listener = daemon_channel.listen(root)
+    try:
+        root.chmod(0o777)  # writable by others: ctxd uses nothing in it
+        with pytest.raises(StateDirError):
+            daemon_channel.connect(root, 1)
+        assert not daemon_channel.is_listening(root)  # status and doctor report it instead
+    finally:
+        root.chmod(0o700)
+        daemon_channel.close_listener(root, listener)
