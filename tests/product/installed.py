@@ -9,7 +9,6 @@ here exactly as it would be for a user. Commands run from a temporary folder wit
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -68,6 +67,25 @@ def fill_wheelhouse(*requirements: str) -> None:
         f"cannot fill the wheelhouse {WHEELHOUSE} (package index unreachable?): "
         + done.stderr[-2000:]
     )
+    for own in WHEELHOUSE.glob("ctxd_claude-*"):  # pip copies the wheel asked for: not a dep
+        own.unlink()
+
+
+def ensure_wheelhouse(dists: Dists) -> None:
+    """The wheelhouse holds every dependency of the wheel and what an isolated build needs."""
+    probe = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+        "-q",
+        str(dists.wheel),
+        *BUILD_REQUIREMENTS,
+    ]
+    if _run_pip(probe).returncode != 0:
+        fill_wheelhouse(str(dists.wheel), *BUILD_REQUIREMENTS)
 
 
 def offline_pip_env(**extra: str) -> dict[str, str]:
@@ -84,12 +102,8 @@ def offline_pip_env(**extra: str) -> dict[str, str]:
 class Installed:
     """A fresh virtual environment holding the installed wheel; commands run like a user's."""
 
-    venv: Path
+    bin: Path  # where the installed commands are (a venv's bin/, pipx's or uv's bin dir)
     home: Path
-
-    @property
-    def bin(self) -> Path:
-        return self.venv / "bin"
 
     def env(self, **extra: str) -> dict[str, str]:
         """A user's environment: the venv's commands first on PATH, HOME apart, no checkout,
@@ -99,7 +113,7 @@ class Installed:
             for k, v in clean_env().items()
             if not k.startswith(("ANTHROPIC_", "CLAUDE", "CTXD", "VIRTUAL_ENV"))
         }
-        env.update(HOME=str(self.home), PATH=f"{self.bin}{os.pathsep}{env.get('PATH', '')}")
+        env.update(HOME=str(self.home), PATH=f"{self.bin}{os.pathsep}{system_path()}")
         env.update(extra)
         return env
 
@@ -127,15 +141,12 @@ class Installed:
 
 def install_wheel(dists: Dists, venv: Path, home: Path) -> Installed:
     """A fresh venv with the wheel installed (not editable), dependencies from the wheelhouse."""
+    ensure_wheelhouse(dists)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(dists.wheel)]
-    done = _run_pip(pip)
-    if done.returncode != 0:  # a dependency not in the wheelhouse yet: fetch it, then retry
-        fill_wheelhouse(str(dists.wheel), *BUILD_REQUIREMENTS)
-        done = _run_pip(pip)
+    done = _run_pip([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(dists.wheel)])
     assert done.returncode == 0, done.stderr[-3000:]
     home.mkdir(parents=True, exist_ok=True)
-    installed = Installed(venv, home)
+    installed = Installed(venv / "bin", home)
     # The checkout is not what runs: the packages come from the venv's site-packages.
     where = installed.run(
         "python",
@@ -154,6 +165,8 @@ def _run_pip(argv: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def which(name: str) -> str:
-    """An executable on PATH, or "" (the product tier skips what it cannot run)."""
-    return shutil.which(name) or ""
+def system_path() -> str:
+    """PATH without the test run's own venv (a user's shell has no such thing on it)."""
+    own = Path(sys.executable).parent
+    keep = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != own]
+    return os.pathsep.join(keep)
