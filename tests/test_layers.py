@@ -276,6 +276,7 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer.cli_queries",
         "indexer.codex_rollouts",
         "indexer.config",
+        "indexer.daemon_channel",
         "indexer.errors",
         "indexer.history",
         "indexer.hook",
