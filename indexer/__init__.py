@@ -31,8 +31,8 @@ if TYPE_CHECKING:
         StateDirError,
         translate_sqlite_errors,
     )
-    from indexer.fileio import sweep_temp_files, write_atomic
-    from indexer.hook import HOOK_FAILURES, failure_count
+    from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
+    from indexer.hook_losses import HOOK_FAILURES, failure_count, loss_files, losses
     from indexer.ingest_lines import IngestStats
     from indexer.lineguard import INT64_MAX
     from indexer.locks import flock_within, lock_is_held
@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
-    from indexer.redact import redact_text
+    from indexer.plugin import CTXD_VENV, ignore_in_git, installed_ctxd
+    from indexer.redact import redact_entry, redact_text, secret_kinds
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
-    from indexer.secret_scan import find_secrets
     from indexer.spool import is_segment_name
     from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
     from indexer.spool_retention import (
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         prune_quarantine,
         prune_spool,
     )
+    from indexer.spool_rewrite import rewrite_segment, session_of
     from indexer.statedir import git_root
     from indexer.store import WRITER_CACHE_KIB, StoredEntry
     from indexer.view_writer import iso_utc
@@ -79,10 +80,13 @@ _EXPORTS = {
     "IndexAccessError": "indexer.errors",
     "IndexUnavailableError": "indexer.errors",
     "translate_sqlite_errors": "indexer.errors",
-    "HOOK_FAILURES": "indexer.hook",
-    "failure_count": "indexer.hook",
+    "HOOK_FAILURES": "indexer.hook_losses",
+    "failure_count": "indexer.hook_losses",
+    "loss_files": "indexer.hook_losses",
+    "losses": "indexer.hook_losses",
     "write_atomic": "indexer.fileio",
     "sweep_temp_files": "indexer.fileio",
+    "lines_backwards": "indexer.fileio",
     "iso_utc": "indexer.view_writer",
     "rebuild_all": "indexer.views",
     "AGENT_TOOLS": "indexer.normalize",
@@ -98,24 +102,31 @@ _EXPORTS = {
     "delete_segment": "indexer.spool_retention",
     "prune_quarantine": "indexer.spool_retention",
     "prune_spool": "indexer.spool_retention",
+    "rewrite_segment": "indexer.spool_rewrite",
+    "session_of": "indexer.spool_rewrite",
     "SpoolSnapshot": "indexer.spool_changes",
     "has_unread": "indexer.spool_changes",
     "snapshot": "indexer.spool_changes",
     "IngestStats": "indexer.ingest_lines",
     "lag": "indexer.writer",
     "IndexWriter": "indexer.writer",
-    "find_secrets": "indexer.secret_scan",
+    "redact_entry": "indexer.redact",
     "redact_text": "indexer.redact",
+    "secret_kinds": "indexer.redact",
     "RedactingFormatter": "indexer.logsafe",
     "bounded": "indexer.logsafe",
     "redact_last_resort": "indexer.logsafe",
     "LARGE_PASS_LINES": "indexer.release",
     "unread_bytes": "indexer.spool_changes",
     "WRITER_CACHE_KIB": "indexer.store",
+    "CTXD_VENV": "indexer.plugin",
+    "installed_ctxd": "indexer.plugin",
+    "ignore_in_git": "indexer.plugin",
 }
 
 __all__ = [
     "AGENT_TOOLS",
+    "CTXD_VENV",
     "EDIT_TOOLS",
     "HOOK_FAILURES",
     "INT64_MAX",
@@ -143,26 +154,34 @@ __all__ = [
     "catch_up",
     "delete_segment",
     "failure_count",
-    "find_secrets",
     "flock_within",
     "git_root",
     "has_unread",
+    "ignore_in_git",
+    "installed_ctxd",
     "is_locked",
     "is_segment_name",
     "iso_utc",
     "lag",
+    "lines_backwards",
     "load_config",
     "lock_is_held",
+    "loss_files",
+    "losses",
     "malloc_trim",
     "open_writer",
     "parse_config",
     "prune_quarantine",
     "prune_spool",
     "rebuild_all",
+    "redact_entry",
     "redact_last_resort",
     "redact_text",
     "release_memory",
     "resolve_state_paths",
+    "rewrite_segment",
+    "secret_kinds",
+    "session_of",
     "snapshot",
     "sweep_temp_files",
     "translate_sqlite_errors",

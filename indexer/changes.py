@@ -74,6 +74,7 @@ SESSION_COLUMNS = (
     "status",
     "end_reason",
     "compactions",
+    "host",
 )
 AGENT_COLUMNS = (
     "session_id",

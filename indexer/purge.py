@@ -10,9 +10,10 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from indexer import store, view_rebuild
+from indexer import view_rebuild
 from indexer.errors import translate_sqlite_errors
 from indexer.paths import StatePaths
+from indexer.transactions import transaction
 
 __all__ = [
     "compact_file",
@@ -26,14 +27,6 @@ __all__ = [
 _guard = translate_sqlite_errors
 # Tables keyed by session id that retention clears for a session wholly past the cutoff.
 _RETENTION_TABLES = ("sessions", "agents", "agent_aliases", "dirty_views")
-# AUTOINCREMENT: a sequence number is never reused, even once the rows below it are trimmed.
-# `max_entry_id` is the largest entry id left after the deletion: ids above it may be given
-# again to new entries (a rowid table reuses the ids of deleted top rows).
-_PURGE_LOG = (
-    "CREATE TABLE IF NOT EXISTS purge_log(seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " kind TEXT NOT NULL, session_id TEXT NOT NULL, before_ns INTEGER NOT NULL,"
-    " max_entry_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL)"
-)
 # The log keeps this many deletions; a consumer that falls further behind copies afresh.
 PURGE_LOG_KEEP = 10_000
 
@@ -68,8 +61,8 @@ def log_purge(
     conn: sqlite3.Connection, kind: str, *, session_id: str = "", before_ns: int = 0
 ) -> None:
     """Record a deletion just made in the caller's transaction: a whole session ("session")
-    or every entry older than `before_ns` with the sessions wholly older ("before")."""
-    conn.execute(_PURGE_LOG)
+    or every entry older than `before_ns` with the sessions wholly older ("before"). The
+    table is made by indexer.schema when a writer opens the index."""
     conn.execute(
         "INSERT INTO purge_log(kind, session_id, before_ns, max_entry_id, ts_ns)"
         " VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM entries), ?)",
@@ -121,7 +114,7 @@ def expire_before(
             str(r[0])
             for r in conn.execute("SELECT session_id FROM sessions WHERE last_ns<?", (cutoff_ns,))
         ]
-        with store.transaction(conn):
+        with transaction(conn):
             entries = delete_entries_before(conn, cutoff_ns)
             for sid in gone:
                 delete_session_rows(conn, sid)
@@ -129,6 +122,6 @@ def expire_before(
                 log_purge(conn, "before", before_ns=cutoff_ns)
                 view_rebuild.request(conn)
         if entries or gone:
-            with store.transaction(conn):
+            with transaction(conn):
                 view_rebuild.rebuild(conn, paths)
     return entries, gone

@@ -14,10 +14,12 @@ from indexer import safefs, store
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths
 from indexer.tailer import Action, FileState, decide, observe
+from indexer.transactions import transaction
 
 __all__ = [
     "RetentionReport",
     "delete_segment",
+    "fully_indexed",
     "prune_quarantine",
     "prune_spool",
     "retention_due",
@@ -32,6 +34,8 @@ class RetentionReport:
 
     segments_deleted: list[str] = field(default_factory=list)
     segments_kept_unindexed: list[str] = field(default_factory=list)
+    segments_rewritten: list[str] = field(default_factory=list)  # some lines taken out
+    lines_removed: int = 0
     entries_deleted: int = 0
     sessions_deleted: int = 0
     quarantined_deleted: int = 0
@@ -90,7 +94,7 @@ def delete_segment(
         if not wanted(fd):
             return
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if not _fully_indexed(fd, stored):
+        if not fully_indexed(fd, stored):
             report.segments_kept_unindexed.append(name)
             return
         if os.stat(name, dir_fd=spool_fd, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
@@ -112,7 +116,7 @@ def retention_due(conn: sqlite3.Connection, interval_s: float, now: float) -> bo
     last = float(store.get_meta(conn, "retention_ns", "0")) / 1e9
     if now - last < interval_s:
         return False
-    with store.transaction(conn):
+    with transaction(conn):
         store.set_meta(conn, "retention_ns", str(int(now * 1e9)))
     return True
 
@@ -124,11 +128,12 @@ def prune_quarantine(
     if quarantine_days <= 0:
         return 0
     cutoff_ns = int(((now if now is not None else time.time()) - quarantine_days * 86400) * 1e9)
-    with store.transaction(conn):
+    with transaction(conn):
         return int(conn.execute("DELETE FROM quarantine WHERE ts_ns<?", (cutoff_ns,)).rowcount)
 
 
-def _fully_indexed(fd: int, stored: FileState | None) -> bool:
+def fully_indexed(fd: int, stored: FileState | None) -> bool:
+    """True if the open segment is the file `stored` describes, read to its last byte."""
     if stored is None:
         return False
     seen = observe(fd, stored.offset)

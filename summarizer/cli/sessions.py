@@ -12,6 +12,7 @@ from indexer import history
 from indexer.config import load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
+from summarizer.cli.readonly_state import note_unindexed
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
 from summarizer.resume.sessions import (
@@ -38,7 +39,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     paths = state_paths(args)
     if args.team:
         return _team_sessions(paths, limit, args.json)
-    catch_up_sessions(paths)
+    read_only = catch_up_sessions(paths)
+    if read_only:
+        note_unindexed("sessions", paths, read_only)
     infos = []
     if paths.index_db.exists():
         conn = history.connect(paths.index_db, readonly=True)
@@ -54,13 +57,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     width = max(len("STATUS"), *(len(_status(i.status, i.end_reason)) for i in infos))
     print(
-        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'STATUS':<{width}}  {'LAST ACTIVITY':<16}  "
-        "EVENTS AGENTS FAILS  TITLE"
+        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'HOST':<6}  {'STATUS':<{width}}  "
+        f"{'LAST ACTIVITY':<16}  EVENTS AGENTS FAILS  TITLE"
     )
     for i in infos:
         last = i.last_activity[:16].replace("T", " ")
         print(
-            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {_status(i.status, i.end_reason):<{width}}  "
+            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {i.host:<6}  "
+            f"{_status(i.status, i.end_reason):<{width}}  "
             f"{last:<16}  {i.events:>6} {i.agents:>6} {i.failures:>5}  {i.title}"
         )
     return 0
@@ -85,14 +89,14 @@ def _team_sessions(paths: StatePaths, limit: int | None, as_json: bool) -> int:
     who = [f"{s.user}@{s.machine}" for s in found]
     wide = max(len("WHO"), *map(len, who))
     print(
-        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'WHO':<{wide}}  {'LAST ACTIVITY':<16}  "
-        "EVENTS AGENTS FAILS  TITLE"
+        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'HOST':<6}  {'WHO':<{wide}}  "
+        f"{'LAST ACTIVITY':<16}  EVENTS AGENTS FAILS  TITLE"
     )
     for s, w in zip(found, who, strict=True):
         i = s.info
         last = i.last_activity[:16].replace("T", " ")
         print(
-            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {w:<{wide}}  {last:<16}  "
+            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {i.host:<6}  {w:<{wide}}  {last:<16}  "
             f"{i.events:>6} {i.agents:>6} {i.failures:>5}  {i.title}"
         )
     return 0
@@ -106,7 +110,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """Print a session's resume package (markdown, or JSON with --json)."""
     paths = state_paths(args)
     config = load_config(paths.config)
-    catch_up_sessions(paths, config)
+    read_only = catch_up_sessions(paths, config)
+    if read_only:
+        note_unindexed("resume", paths, read_only)
     if not paths.index_db.exists():
         raise CtxdError(f"no sessions recorded yet in {paths.root}")
     conn = history.connect(paths.index_db, readonly=True)
@@ -116,7 +122,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if package is None:
-        return _preview(paths.root, info.session_id, args.source, args.transcript)
+        host = "" if info.host == "claude" else info.host
+        return _preview(paths.root, info.session_id, args.source, args.transcript, host)
     if args.json:
         print(json.dumps(_iso_times(package), indent=2, ensure_ascii=False))
     else:
@@ -140,8 +147,11 @@ def _iso_times(package: dict[str, Any]) -> dict[str, Any]:
     return {**package, "resume_state": saved}
 
 
-def _preview(state_dir: Path, session_id: str, source: str, transcript: str | None) -> int:
-    """Print what SessionStart(`source`) would hand back now (stdout) and why (stderr)."""
+def _preview(
+    state_dir: Path, session_id: str, source: str, transcript: str | None, host: str
+) -> int:
+    """Print what SessionStart(`source`) would hand back now (stdout) and why (stderr), as the
+    session's client (`host`: "" Claude Code, "codex") would get it."""
     from summarizer.resume.handback import last_transcript
     from summarizer.resume.hook import plan_session_start
     from summarizer.resume.hook_settings import read_settings
@@ -154,8 +164,12 @@ def _preview(state_dir: Path, session_id: str, source: str, transcript: str | No
     }
     settings = read_settings(str(state_dir))
     text, why, _ = plan_session_start(
-        str(state_dir), event, settings, consume=False, build_timeout_s=120.0
+        str(state_dir), event, settings, consume=False, build_timeout_s=120.0, host=host
     )
+    if host == "codex":
+        from summarizer.resume.codex_handback import cap_bytes
+
+        text = cap_bytes(text)
     size = f"{len(text)} characters" if text.strip() else "nothing"
     print(f"ctxd: SessionStart({source}) would hand back {size}: {why}", file=sys.stderr)
     if text.strip():

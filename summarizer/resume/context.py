@@ -7,7 +7,7 @@ from summarizer.common.budget import Section, pack_sections, render_sections, ut
 from summarizer.common.plain import clean_line, clean_text
 from summarizer.common.tokens import get_counter
 from summarizer.resume.handback import NOTES_HEAD
-from summarizer.resume.state import ResumeState
+from summarizer.resume.state import CLIENT_NAMES, ResumeState
 
 __all__ = ["render_context", "sections_of"]
 
@@ -89,6 +89,7 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
         if c.file not in listed
     ]
     summary = [s for s in (clean_text(state.compact_summary).strip(),) if s]
+    client = CLIENT_NAMES.get(state.host, "The client")
     return [
         Section("lead", "", lead, budget("lead"), min_items=len(lead)),
         Section("tasks", "\nOpen tasks:", tasks, budget("tasks")),
@@ -97,7 +98,7 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
         Section("memory", "\nDecisions and constraints in force:", memory, budget("memory")),
         Section("agents", "\nSubagents still running:", agents, budget("agents")),
         Section("calls", "\nLast tool calls (UTC):", calls, budget("calls")),
-        Section("summary", "\nClaude Code's own summary:", summary, budget("summary")),
+        Section("summary", f"\n{client}'s own summary:", summary, budget("summary")),
     ]
 
 

@@ -8,7 +8,7 @@ what the local memory leaves of the same budget.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
@@ -18,7 +18,7 @@ from indexer.errors import StateDirError
 from indexer.paths import StatePaths, check_session_id
 from summarizer.common.plain import clean_line
 from summarizer.resume.files import LATEST_FILE, STARTUP_FILE, STATE_FILE
-from summarizer.resume.state import ResumeState
+from summarizer.resume.state import CLIENT_NAMES, ResumeState
 
 __all__ = [
     "STARTUP_MAX_TOKENS",
@@ -47,15 +47,18 @@ def render_startup(
     state: ResumeState | None,
     count: Callable[[str], int],
     max_tokens: int = STARTUP_MAX_TOKENS,
+    hosts: Mapping[str, str] | None = None,
     team: Sequence[TeamNote] = (),
 ) -> str:
     """What a new session of this project should know, or "" when nothing is open (pure).
 
-    Only what is still in force: the last session's open tasks, its unresolved failures and
-    the active constraints, then the team's constraints and decisions. Lines are added in
-    that order while they fit `max_tokens`.
+    Only what is still in force: the last session's open tasks, the project's unresolved
+    failures, its decisions and the active constraints, then the team's constraints and
+    decisions. Lines are added in that order while they fit `max_tokens`. `hosts` maps
+    sessions to the client they ran in: when they are not all the last session's, each
+    failure and decision says which client it came from.
     """
-    text = _local(state, count, max_tokens) if state is not None else ""
+    text = _local(state, count, max_tokens, hosts) if state is not None else ""
     if not team:
         return text
     base = text.rstrip("\n") or "ctxd project memory: what the team decided."
@@ -69,7 +72,20 @@ def render_startup(
     return base + "\n" if added else text
 
 
-def _local(state: ResumeState, count: Callable[[str], int], max_tokens: int) -> str:
+def _local(
+    state: ResumeState,
+    count: Callable[[str], int],
+    max_tokens: int,
+    hosts: Mapping[str, str] | None,
+) -> str:
+    known = hosts or {}
+    mixed = any(host != state.host for host in known.values())
+
+    def where(session_id: str) -> str:
+        host = known.get(session_id, state.host)
+        return f" (in a {CLIENT_NAMES.get(host, host)} session)" if mixed else ""
+
+    made = dict(zip(state.decisions, state.decision_sessions, strict=False))
     sections = [
         (
             "Open tasks:",
@@ -77,16 +93,21 @@ def _local(state: ResumeState, count: Callable[[str], int], max_tokens: int) -> 
         ),
         (
             "Failures not yet resolved:",
-            [f"- {f.tool + ': ' if f.tool else ''}{f.description}" for f in state.open_failures],
+            [
+                f"- {f.tool + ': ' if f.tool else ''}{f.description}{where(f.session_id)}"
+                for f in state.open_failures
+            ],
         ),
+        ("Decisions taken:", [f"- {d}{where(made.get(d, ''))}" for d in state.decisions]),
         ("Constraints in force:", [f"- {c}" for c in state.constraints]),
     ]
-    if not any(items for _, items in sections):
-        return ""
+    if not any(items for head, items in sections if head != "Decisions taken:"):
+        return ""  # decisions alone leave nothing open
     title = f'"{state.title}"' if state.title else "(untitled)"
+    client = CLIENT_NAMES.get(state.host, state.host)
     text = (
-        f"ctxd project memory: left open by session {title} ({state.session_id[:8]}), "
-        f"recorded {state.created_at[:16].replace('T', ' ')} UTC."
+        f"ctxd project memory: left open by session {title} ({state.session_id[:8]}, "
+        f"{client}), recorded {state.created_at[:16].replace('T', ' ')} UTC."
     )
     if count(text) > max_tokens:
         return ""

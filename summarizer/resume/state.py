@@ -23,6 +23,7 @@ from summarizer.common.text import STRONG_DECISION_RE
 from summarizer.resume.todos import Todo, open_todos, session_todos
 
 __all__ = [
+    "CLIENT_NAMES",
     "MAX_FILES",
     "RECENT_TOOL_CALLS",
     "FailureNote",
@@ -65,6 +66,8 @@ _CASCADE = (
     "request interrupted",
     "cancelled",
 )
+# The clients a session can run in, by the host name the session catalog keeps.
+CLIENT_NAMES = {"claude": "Claude Code", "codex": "Codex"}
 _TOOL_EVENTS = ("tool_result", "tool_failure", "agent_complete", "agent_launched", "agent_failed")
 _ANY = msgspec.json.Decoder()
 
@@ -87,6 +90,7 @@ class FailureNote(msgspec.Struct, omit_defaults=True):
     count: int = 1
     last_error: str = ""
     prevention: str = ""
+    session_id: str = ""  # the session it failed in (the latest, for one seen in several)
 
 
 class ResumeState(msgspec.Struct):
@@ -111,6 +115,7 @@ class ResumeState(msgspec.Struct):
     open_failures: list[FailureNote] = msgspec.field(default_factory=list)
     decisions: list[str] = msgspec.field(default_factory=list)
     constraints: list[str] = msgspec.field(default_factory=list)
+    decision_sessions: list[str] = msgspec.field(default_factory=list)  # one per decision
     agents_in_flight: list[str] = msgspec.field(default_factory=list)
     next_action: str = ""
     compact_summary: str = ""
@@ -118,6 +123,7 @@ class ResumeState(msgspec.Struct):
     covers_ns: int = 0  # ts_ns of the newest event it covers (spool_tail.IGNORED_EVENTS aside)
     context_tokens: int = 0
     context_chars: int = 0
+    host: str = "claude"  # the client the session ran in: "claude" (Claude Code) or "codex"
 
 
 @dataclass
@@ -138,6 +144,7 @@ class SessionFacts:
     watermark: int = 0
     last_event: str = ""
     covers_ns: int = 0
+    host: str = "claude"
 
 
 def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
@@ -166,6 +173,7 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
     if last:
         facts.watermark, facts.last_event = last
     facts.covers_ns = query.newest_activity_ns(conn, session_id)
+    facts.host = query.session_host(conn, session_id)
     return facts
 
 
@@ -216,6 +224,7 @@ def open_failures_of(facts: SessionFacts, memory: Memory | None) -> list[Failure
                 f.count,
                 _error_gist(f.last_error),
                 clean_line(f.prevention, 200),
+                f.session_id,
             )
             for f in chosen[:5]
         ]
@@ -236,8 +245,9 @@ def open_failures_of(facts: SessionFacts, memory: Memory | None) -> list[Failure
             note = own.get(key)
             if note is None:
                 own[key] = FailureNote(
-                    clean_line(key[1], 200), e.tool_name, 1, _error_gist(e.error)
-                )
+                    clean_line(key[1], 200), e.tool_name, 1, _error_gist(e.error),
+                    session_id=facts.session_id,
+                )  # fmt: skip
             else:
                 note.count += 1
     return (notes + list(own.values()))[:5]
@@ -257,6 +267,7 @@ def build_state(
     todos = open_todos(facts.todos)
     current = next((t for t in todos if t.status == "in_progress"), None)
     decisions: list[str] = []
+    decision_sessions: list[str] = []
     constraints: list[str] = []
     if memory is not None:
         # A request or Claude Code's summary counts only where it states a decision outright
@@ -270,6 +281,7 @@ def build_state(
         ]
         ranked = sorted(stated, key=lambda d: -d.score)
         decisions = [clean_line(d.decision, 300) for d in ranked[:5]]
+        decision_sessions = [d.session_id for d in ranked[:5]]
         constraints = [c.description for c in memory.constraints if c.active][:10]
     calls = [
         ToolCall(
@@ -303,11 +315,13 @@ def build_state(
         open_failures=open_failures_of(facts, memory),
         decisions=decisions,
         constraints=constraints,
+        decision_sessions=decision_sessions,
         agents_in_flight=agents,
         next_action=_clip(clean_text(facts.last_prompt).strip(), 2000),
         compact_summary=clean_text(unwrap_summary(facts.compact_summary)),
         watermark=facts.watermark,
         covers_ns=facts.covers_ns,
+        host=facts.host,
     )
 
 

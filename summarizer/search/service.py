@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from indexer import search_index
+from indexer.cli_queries import unwritable_reason
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
 from summarizer.search.query import SearchQueryError, parse_since, to_match
@@ -56,8 +59,13 @@ def search(
     *,
     now_ns: int | None = None,
     mark: tuple[str, str] = ("**", "**"),
+    redact: Callable[[str], str] | None = None,
 ) -> list[SearchHit]:
-    """The best hits for `text`, newest first among equals. Raises SearchQueryError."""
+    """The best hits for `text`, newest first among equals. Raises SearchQueryError.
+
+    With `redact`, a hit whose stored text it changes (an index an earlier ctxd wrote, before
+    a rule existed) gets its snippet cut from the redacted text instead: a snippet is a window
+    that can cut the context a rule needs (`password` in `**password** hunter2`)."""
     match = validate(text, filters)
     since_ns = parse_since(filters.since) if filters.since else None
     try:
@@ -76,10 +84,30 @@ def search(
         )
     except sqlite3.OperationalError as e:  # the quoting above should make this unreachable
         raise SearchQueryError(f"cannot search for {text!r}: {e}") from e
+    snippets = {h.doc: h.snippet for h in hits}
+    if redact is not None and hits:
+        for doc, body in search_index.stored_bodies(conn, list(snippets)).items():
+            if (redacted := redact(body)) != body:
+                snippets[doc] = _snippet(redacted, text, mark)
     return [
-        SearchHit(h.kind, h.session_id, h.agent_id, iso_utc(h.ts_ns), h.snippet, round(h.score, 3))
+        SearchHit(
+            h.kind, h.session_id, h.agent_id, iso_utc(h.ts_ns), snippets[h.doc], round(h.score, 3)
+        )
         for h in hits
     ]
+
+
+def _snippet(body: str, text: str, mark: tuple[str, str], width: int = 16) -> str:
+    """About `width` words of body around the first word of the query, marked (as FTS5 does)."""
+    words = body.split()
+    wanted = [w.lower().rstrip("*") for w in re.findall(r"[\w*]+", text)]
+    found = next((i for i, w in enumerate(words) if any(q and q in w.lower() for q in wanted)), -1)
+    at = max(found, 0)
+    start = max(0, at - width // 2)
+    shown = words[start : start + width]
+    if found >= 0:
+        shown[at - start] = f"{mark[0]}{shown[at - start]}{mark[1]}"
+    return ("…" if start else "") + " ".join(shown) + ("…" if start + width < len(words) else "")
 
 
 def validate(text: str, filters: Filters) -> str:
@@ -107,17 +135,26 @@ def iso_utc(ts_ns: int) -> str:
     return datetime.fromtimestamp(ts_ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def current_connection(paths: StatePaths) -> sqlite3.Connection | None:
+def current_connection(
+    paths: StatePaths, on_read_only: Callable[[str], None] | None = None
+) -> sqlite3.Connection | None:
     """A read-only connection to an index whose entries and memory cover the spool.
 
     None when there is no state at all (a read command creates none). The fast path only
-    checks; when something is new, the index and the memory are brought up to date first.
+    checks; when something is new, the index and the memory are brought up to date first,
+    unless the state dir cannot be written: then the index is read as it is, and
+    `on_read_only` is told why.
     """
     if not paths.root.is_dir():
         return None
     conn = search_index.open_current(paths.index_db, paths.spool)
     if conn is not None:
         return conn
+    read_only = unwritable_reason(paths.root)
+    if read_only:
+        if on_read_only is not None:
+            on_read_only(read_only)
+        return search_index.open_readonly(paths.index_db)
     from indexer.config import load_config  # only now: the catch-up loads msgspec and more
     from summarizer.memory.compact import compact_now
 

@@ -323,7 +323,8 @@ def sessions_where(
         "SELECT s.session_id, s.first_ns, s.last_ns, s.cwd, s.title, s.first_prompt, s.events,"
         " s.failures, s.status, s.end_reason, s.compactions,"
         " (SELECT count(*) FROM ctxd.agents a WHERE a.machine_id = s.machine_id"
-        " AND a.session_id = s.session_id), s.machine_id, s.user_name, coalesce(m.host, '')"
+        " AND a.session_id = s.session_id), s.machine_id, s.user_name, coalesce(m.host, ''),"
+        " s.host"
         " FROM ctxd.sessions s LEFT JOIN ctxd.machines m USING (machine_id)"
         f" WHERE s.project = %s AND {where}"
         " ORDER BY s.first_ns DESC, s.session_id, s.machine_id"
@@ -349,6 +350,7 @@ def sessions_where(
                 status=str(r[8]),
                 end_reason=str(r[9]),
                 compactions=int(r[10]),
+                host=str(r[15]) or "claude",
             ),
             machine=str(r[14]),
             user=str(r[13]),

@@ -122,7 +122,7 @@ _V1 = [
         first_ns bigint NOT NULL, last_ns bigint NOT NULL, cwd text NOT NULL,
         title text NOT NULL, first_prompt text NOT NULL, events bigint NOT NULL,
         failures bigint NOT NULL, status text NOT NULL, end_reason text NOT NULL,
-        compactions bigint NOT NULL,
+        compactions bigint NOT NULL, host text NOT NULL,
         PRIMARY KEY (machine_id, session_id))""",
     "CREATE INDEX sessions_recent ON ctxd.sessions (project, first_ns)",
     """CREATE TABLE ctxd.agents(
