@@ -10,6 +10,7 @@ shipping, seen in the database, not guessed from timing), and after a random del
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -53,6 +54,20 @@ class Machine:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+
+    def wait_until_running(self) -> None:
+        """Until the daemon's heartbeat file names this process (its start is over)."""
+        assert self.proc is not None
+        pid = self.proc.pid
+        beat = self.paths.root / "daemon.json"
+
+        def running() -> bool:
+            try:
+                return json.loads(beat.read_text()).get("pid") == pid
+            except (OSError, ValueError):
+                return False
+
+        poll(running, timeout=60)
 
     def kill(self) -> None:
         assert self.proc is not None
@@ -128,6 +143,7 @@ def _crash_run(tmp_path: Path, cluster: PgCluster, dsn: str, kills: int) -> None
         mid_batch += 0 <= at_kill < a.written
     a.write(len(a.lines))
     a.start()
+    a.wait_until_running()  # a SIGTERM before the daemon's handlers are in would kill it
     try:
         for m in (a, b):
             poll(lambda m=m: team_digest(dsn, m.machine_id) == local_digest(m.paths), timeout=240)
