@@ -209,3 +209,17 @@ def test_a_replaced_index_is_shipped_again_whole(tmp_path: Path, dsn: str) -> No
     again.close()
     assert report.resets == 1 and local_digest(paths)[0] == 800
     assert team_digest(dsn, shipper.who.machine_id) == local_digest(paths)
+
+
+def test_a_new_project_name_relabels_every_row_of_the_machine(tmp_path: Path, dsn: str) -> None:
+    paths = StatePaths(tmp_path / "a")
+    spool_events(paths, 400, seed=9, total=500)
+    catch_up(paths, Config())
+    _ship(paths, dsn, team_config("old-name", batch_rows=300))
+    spool_events(paths, 500, seed=9, first=400)  # more to ship, too
+    catch_up(paths, Config())
+    _ship(paths, dsn, team_config("new-name", user="renamed", batch_rows=300))
+    for table in ("entries", "sessions", "agents", "machines"):
+        sql = f"SELECT count(*) FROM ctxd.{table} WHERE project <> 'new-name' OR user_name <> 'renamed'"
+        assert team_scalar(dsn, sql) == 0, table
+    assert team_scalar(dsn, "SELECT count(*) FROM ctxd.entries") == 500
