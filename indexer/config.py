@@ -85,6 +85,17 @@ class TasksConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     citations: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
+class TeamConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    dsn: str = ""
+    project: str = ""
+    user: str = ""
+    startup: bool = False
+    batch_rows: int = 5000
+    batch_bytes: int = 8 * 1024 * 1024
+    retry_max_s: float = 60.0
+    connect_timeout_s: float = 5.0
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """The whole configuration; every key is documented in the project's config.toml."""
 
@@ -94,6 +105,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     resume: ResumeConfig = msgspec.field(default_factory=ResumeConfig)
     retention: RetentionConfig = msgspec.field(default_factory=RetentionConfig)
     tasks: TasksConfig = msgspec.field(default_factory=TasksConfig)
+    team: TeamConfig = msgspec.field(default_factory=TeamConfig)
 
 
 def parse_config(data: bytes, source: str = "config.toml") -> Config:
@@ -156,6 +168,10 @@ def _validate(config: Config, source: str) -> None:
         (config.retention.index_days >= 0, "[retention] index_days must be >= 0 (0 = keep)"),
         (len(config.tasks.roles) >= 1, "[tasks] roles must name at least one role"),
         (config.tasks.lock_timeout_s > 0, "[tasks] lock_timeout_s must be > 0"),
+        (config.team.batch_rows >= 1, "[team] batch_rows must be >= 1"),
+        (config.team.batch_bytes >= 65536, "[team] batch_bytes must be >= 65536"),
+        (config.team.retry_max_s >= 1, "[team] retry_max_s must be >= 1"),
+        (config.team.connect_timeout_s >= 1, "[team] connect_timeout_s must be >= 1"),
     ]
     for ok, message in checks:
         if not ok:

@@ -1,8 +1,14 @@
-"""The index's delete API: retention and `ctxd forget` remove rows through these functions."""
+"""The index's delete API: retention and `ctxd forget` remove rows through these functions.
+
+Every deletion of entries is also written to `purge_log`, in the transaction that deletes
+them, so that a consumer copying the index elsewhere (the team store) learns of it exactly
+once, even if it is down when the deletion happens.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from indexer import view_rebuild
 from indexer.errors import translate_sqlite_errors
@@ -15,11 +21,14 @@ __all__ = [
     "delete_quarantine_before",
     "delete_session_rows",
     "expire_before",
+    "log_purge",
 ]
 
 _guard = translate_sqlite_errors
 # Tables keyed by session id that retention clears for a session wholly past the cutoff.
 _RETENTION_TABLES = ("sessions", "agents", "agent_aliases", "dirty_views")
+# The log keeps this many deletions; a consumer that falls further behind copies afresh.
+PURGE_LOG_KEEP = 10_000
 
 
 @_guard("entries")
@@ -43,7 +52,26 @@ def delete_session_rows(
     for table in tables:
         if table in existing:
             count += conn.execute(f"DELETE FROM {table} WHERE session_id=?", (session_id,)).rowcount
+    if count and "entries" in tables:
+        log_purge(conn, "session", session_id=session_id)
     return count
+
+
+def log_purge(
+    conn: sqlite3.Connection, kind: str, *, session_id: str = "", before_ns: int = 0
+) -> None:
+    """Record a deletion just made in the caller's transaction: a whole session ("session")
+    or every entry older than `before_ns` with the sessions wholly older ("before"). The
+    table is made by indexer.schema when a writer opens the index."""
+    conn.execute(
+        "INSERT INTO purge_log(kind, session_id, before_ns, max_entry_id, ts_ns)"
+        " VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM entries), ?)",
+        (kind, session_id, before_ns, time.time_ns()),
+    )
+    conn.execute(
+        "DELETE FROM purge_log WHERE seq <= (SELECT max(seq) FROM purge_log) - ?",
+        (PURGE_LOG_KEEP,),
+    )
 
 
 def session_has_rows(
@@ -91,6 +119,7 @@ def expire_before(
             for sid in gone:
                 delete_session_rows(conn, sid)
             if entries or gone:
+                log_purge(conn, "before", before_ns=cutoff_ns)
                 view_rebuild.request(conn)
         if entries or gone:
             with transaction(conn):

@@ -62,6 +62,17 @@ _LATER_TABLES = (
     # The Agent calls of a session, read by attribution when it loads the session: few rows.
     "CREATE INDEX IF NOT EXISTS entries_agent_calls ON entries(session_id, tool_use_id)"
     " WHERE event IN ('agent_start','agent_complete','agent_launched','agent_failed')",
+    # Every deletion of entries (indexer.purge.log_purge), for a consumer that copies the
+    # index elsewhere (the team store). AUTOINCREMENT: a sequence number is never reused, even
+    # once the rows below it are trimmed. `max_entry_id` is the largest entry id left after the
+    # deletion: ids above it may be given again to new entries (a rowid table reuses the ids
+    # of deleted top rows).
+    "CREATE TABLE IF NOT EXISTS purge_log(seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " kind TEXT NOT NULL, session_id TEXT NOT NULL, before_ns INTEGER NOT NULL,"
+    " max_entry_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL)",
+    # A random id per index file: a consumer that copies entries elsewhere by id (the team
+    # store) tells a rebuilt or replaced index, whose ids start again at 1, from its source.
+    "INSERT OR IGNORE INTO meta(key, value) VALUES ('index_id', lower(hex(randomblob(16))))",
 )
 _LATER_COLUMNS = {"sessions": ("first_prompt_ns", "status_ns")}
 

@@ -25,6 +25,7 @@ sys.path.append(str(Path(__file__).resolve().parent / "summarizer/memory"))
 sys.path.append(str(Path(__file__).resolve().parent / "summarizer/resume"))
 
 from helpers import CORPUS
+from pg_helpers import PgCluster
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -53,3 +54,27 @@ def _own_xdg_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
 def state_dir(tmp_path: Path) -> Path:
     """A state directory path under tmp_path, not yet created (the hook or CLI creates it)."""
     return tmp_path / "state"
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """A real PostgreSQL on a Unix socket in a temporary directory (the team tests), stopped
+    at the end of the session. Without initdb: skipped, or failed under CI."""
+    try:
+        cluster = PgCluster()
+    except FileNotFoundError as e:
+        if os.environ.get("CI", "").lower() in ("true", "1"):
+            pytest.fail(f"{e}: .ci/run installs the postgresql package")
+        pytest.skip(f"{e}; install PostgreSQL (Debian: apt-get install postgresql)")
+    try:
+        cluster.init()
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def team_dsn(pg_cluster: PgCluster) -> str:
+    """The DSN of a new, empty database of `pg_cluster` (its superuser connects)."""
+    return pg_cluster.dsn(pg_cluster.create_database())

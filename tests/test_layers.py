@@ -115,6 +115,7 @@ _RANK = {
     "view": 3,
     "search": 3,
     "mcp": 3,
+    "team": 3,
     "cli": 4,
 }
 # The SessionStart branch of the hook imports the resume hook lazily (the one upward import).
@@ -273,6 +274,7 @@ PUBLIC_INDEXER_MODULES = frozenset(
     {
         "indexer",
         "indexer.agentid",
+        "indexer.changes",
         "indexer.cli_queries",
         "indexer.codex_rollouts",
         "indexer.config",
@@ -296,7 +298,15 @@ PUBLIC_INDEXER_MODULES = frozenset(
     }
 )
 # Modules that run SQL of their own: the memory's tables (mem_*), which the summarizer owns.
-_OWN_SQL = {"summarizer.memory.merge", "summarizer.memory.store", "summarizer.memory.summary"}
+_OWN_SQL = {
+    "summarizer.memory.changes",
+    "summarizer.memory.merge",
+    "summarizer.memory.store",
+    "summarizer.memory.summary",
+}
+# The team store's modules: their SQL goes to the team's PostgreSQL database, never to the
+# index, so they may not import sqlite3 (the index is read through indexer.changes).
+_TEAM = "summarizer.team."
 _SQL_TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(\w+)")
 
 
@@ -357,6 +367,7 @@ def test_summarizer_runs_sql_only_on_its_own_tables() -> None:
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr in ("execute", "executemany", "executescript")
                 and mod not in _OWN_SQL
+                and not mod.startswith(_TEAM)
             ):
                 bad.append(f"{mod}:{node.lineno} calls .{node.func.attr}()")
         if mod in _OWN_SQL:
@@ -368,3 +379,27 @@ def test_summarizer_runs_sql_only_on_its_own_tables() -> None:
     assert not bad, "SQL against the index belongs in indexer.query/history/purge:\n" + "\n".join(
         bad
     )
+
+
+def _runtime_imports(path: Path) -> list[str]:
+    """The modules `path` imports, leaving out `if TYPE_CHECKING:` blocks (types only)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            node.body = []
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+    return found
+
+
+def test_team_sql_goes_to_postgresql_only() -> None:
+    # Their .execute() calls are exempt from the rule above because they never hold a SQLite
+    # connection of their own: the index is read through indexer.changes.
+    team = {mod: path for mod, path in _modules().items() if mod.startswith(_TEAM)}
+    assert "summarizer.team.shipper" in team
+    for mod, path in sorted(team.items()):
+        assert "sqlite3" not in _runtime_imports(path), f"{mod} imports sqlite3"

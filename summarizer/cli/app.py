@@ -145,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     from summarizer.cli import parse_search as cli_search
     from summarizer.cli import parse_sessions as cli_sessions
     from summarizer.cli import parse_task as cli_task
+    from summarizer.cli import parse_team as cli_team
     from summarizer.cli import view as cli_view
 
     cli_memory.register(add)
@@ -152,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_task.register(add)
     cli_view.register(add)
     cli_search.register(add)
+    cli_team.register(add)
     return parser
 
 

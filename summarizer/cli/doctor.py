@@ -39,6 +39,10 @@ def doctor(paths: StatePaths) -> list[Check]:
     checks.extend(_check_index(paths, config))
     checks.append(_check_hook_failures(paths))
     checks.append(_check_tokenizer(config))
+    from summarizer.team.health import team_checks
+
+    running = bool(daemon_info(paths))
+    checks.extend(Check(*found) for found in team_checks(paths, config, daemon_running=running))
     return checks
 
 

@@ -266,4 +266,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
         f"{spool.lines_removed} spool lines deleted ({len(spool.segments_rewritten)} segments "
         f"rewritten, {len(spool.segments_deleted)} deleted)" + (note if kept else "")
     )
+    from summarizer.cli.team import ship_deletions
+
+    team = ship_deletions(paths)  # the team store's copy goes too ("" without one)
+    if team:
+        print(team)
     return 0

@@ -7,7 +7,7 @@ import argparse
 __all__ = ["GROUPS", "grouped_commands"]
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("set up", ("demo", "init", "import", "start", "stop", "doctor")),
+    ("set up", ("demo", "init", "import", "start", "stop", "doctor", "team")),
     ("look", ("status", "sessions", "agents", "search", "read", "resume", "view")),
     ("memory", ("inject", "emit", "compact", "task", "forget")),
     ("maintenance", ("ingest", "rebuild", "run", "mcp")),

@@ -32,6 +32,11 @@ def register(add: AddCommand) -> None:
         help=f"at most N hits, 1-100 (default {DEFAULT_LIMIT})",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--team",
+        action="store_true",
+        help="search the team store: every machine of this project, with machine and user",
+    )
 
     add(
         "mcp",

@@ -22,6 +22,11 @@ def register(add: AddCommand) -> None:
         help=f"show the N newest sessions (default {DEFAULT_SESSIONS})",
     )
     shown.add_argument("--all", action="store_true", help="show every session")
+    p.add_argument(
+        "--team",
+        action="store_true",
+        help="the team store's sessions: every machine of this project, with machine and user",
+    )
 
     p = add(
         "resume",

@@ -11,6 +11,7 @@ from typing import Any
 from indexer import history
 from indexer.config import load_config
 from indexer.errors import CtxdError
+from indexer.paths import StatePaths
 from summarizer.cli.readonly_state import note_unindexed
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
@@ -36,6 +37,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         raise CtxdError("--limit must be at least 1")
     limit = None if args.all else min(args.limit, 2**63 - 1)  # SQLite's LIMIT is 64-bit
     paths = state_paths(args)
+    if args.team:
+        return _team_sessions(paths, limit, args.json)
     read_only = catch_up_sessions(paths)
     if read_only:
         note_unindexed("sessions", paths, read_only)
@@ -63,6 +66,38 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             f"{i.stamp:<19}  {i.session_id[:8]:<8}  {i.host:<6}  "
             f"{_status(i.status, i.end_reason):<{width}}  "
             f"{last:<16}  {i.events:>6} {i.agents:>6} {i.failures:>5}  {i.title}"
+        )
+    return 0
+
+
+def _team_sessions(paths: StatePaths, limit: int | None, as_json: bool) -> int:
+    """The team store's sessions of this project, every machine, newest first."""
+    from summarizer.team.reader import open_team
+    from summarizer.team.reader import sessions as team_sessions
+
+    conn, project = open_team(paths, load_config(paths.config))
+    try:
+        found = team_sessions(conn, project, limit)
+    finally:
+        conn.close()
+    if as_json:
+        print(json.dumps([s.to_dict() for s in found], indent=2, ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"no sessions in the team store for project {project}")
+        return 0
+    who = [f"{s.user}@{s.machine}" for s in found]
+    wide = max(len("WHO"), *map(len, who))
+    print(
+        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'HOST':<6}  {'WHO':<{wide}}  "
+        f"{'LAST ACTIVITY':<16}  EVENTS AGENTS FAILS  TITLE"
+    )
+    for s, w in zip(found, who, strict=True):
+        i = s.info
+        last = i.last_activity[:16].replace("T", " ")
+        print(
+            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {i.host:<6}  {w:<{wide}}  {last:<16}  "
+            f"{i.events:>6} {i.agents:>6} {i.failures:>5}  {i.title}"
         )
     return 0
 

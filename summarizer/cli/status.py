@@ -9,7 +9,7 @@ import sqlite3
 import time
 from typing import Any
 
-from indexer import daemon_channel, losses, query
+from indexer import changes, daemon_channel, losses, query, safefs
 from indexer.cli_queries import unwritable_reason
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths
@@ -70,7 +70,38 @@ def status_report(paths: StatePaths) -> dict[str, Any]:
         anomalies={k: v for k, v in meta.items() if k.startswith("anomaly.")},
         last_compaction=meta.get("last_compaction") or None,
     )
+    report["team"] = _team_shipping(paths)
     return report
+
+
+def _team_shipping(paths: StatePaths) -> dict[str, Any] | None:
+    """How shipping to the team store stands, from its state file (no connection): None when
+    this state directory never shipped, or CTXD_TEAM_DSN is set empty (shipping off)."""
+    path = paths.root / "team" / "state.json"
+    if os.environ.get("CTXD_TEAM_DSN") == "" or not path.is_file():
+        return None
+    try:
+        state = json.loads(safefs.read_bytes(paths.root, path))
+        cursor = int(state.get("entry_cursor", 0))
+    except (OSError, StateDirError, ValueError, TypeError, AttributeError):
+        return None
+    conn = connect_readonly(paths.index_db)
+    waiting = None
+    if conn is not None:
+        try:
+            same = state.get("index_id") == changes.index_id(conn)
+            waiting = changes.count_after(conn, cursor if same else 0)
+        finally:
+            conn.close()
+    return {
+        "entry_cursor": cursor,
+        "waiting": waiting,
+        "last_ship": _iso_utc(int(state.get("last_ship_ns", 0)))
+        if state.get("last_ship_ns")
+        else None,
+        "last_error": state.get("last_error") or None,
+        "retry_at": _iso_utc(int(state.get("retry_at_ns", 0))) if state.get("last_error") else None,
+    }
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -103,6 +134,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     if missing:
         print(f"lost:        {missing} spool segments vanished before they were indexed")
     print(f"last ingest: {report['last_ingest'] or 'never'}")
+    team = report.get("team")
+    if team:
+        waiting = "?" if team["waiting"] is None else team["waiting"]
+        if team["last_error"]:
+            print(
+                f"team:        NOT SHIPPING: {team['last_error']}; {waiting} entries waiting, "
+                f"next try {team['retry_at']} (indexing goes on; see ctxd team status)"
+            )
+        else:
+            print(
+                f"team:        shipped up to entry {team['entry_cursor']}, {waiting} waiting "
+                f"(last {team['last_ship'] or 'never'})"
+            )
     read_only = f" (cannot be written: {report['read_only']})" if report["read_only"] else ""
     print(f"state dir:   {report['state_dir']}{read_only}")
     return 0

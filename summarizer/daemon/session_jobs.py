@@ -110,9 +110,10 @@ def attach(daemon: Daemon) -> None:
     except Exception:
         log.exception("initial session sync failed; the next batch retries it")
     start_retention_job(daemon)
-    from summarizer.daemon import task_jobs
+    from summarizer.daemon import task_jobs, team_job
 
     task_jobs.attach(daemon)
+    team_job.start_team_shipping(daemon)  # when a team database is configured
     resume.register_after_compaction()
 
 

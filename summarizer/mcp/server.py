@@ -10,10 +10,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from indexer import redact_text
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
-from summarizer.mcp import tools
+from summarizer.mcp import team_tools, tools
 from summarizer.search.service import Filters
 
 Kind = Literal["prompt", "tool", "error", "decision", "constraint", "failure", "summary", "agent"]
+# "team": the same answer from the team store (every machine of the project), when one is set.
+Scope = Literal["local", "team"]
 # Descriptions stay short: Claude Code sends them with every request.
 _BUDGET = "budget: max tokens of the answer (default 2000)."
 
@@ -42,21 +44,29 @@ def build_server(paths: StatePaths) -> MCPServer[Any]:
         since: str | None = None,
         limit: int = 10,
         budget: int = tools.DEFAULT_BUDGET,
+        scope: Scope = "local",
     ) -> str:
         kinds = (kind,) if kind else ()
         filters = Filters(session=session, agent=agent, kinds=kinds, since=since, limit=limit)
-        return run(tools.search_tool, query, filters, budget)
+        tool = team_tools.search_tool if scope == "team" else tools.search_tool
+        return run(tool, query, filters, budget)
 
     @server.tool(structured_output=False, description=f"Recent sessions, newest first. {_BUDGET}")
-    def sessions(limit: int = 20, budget: int = tools.DEFAULT_BUDGET) -> str:
-        return run(tools.sessions_tool, limit, budget)
+    def sessions(
+        limit: int = 20, budget: int = tools.DEFAULT_BUDGET, scope: Scope = "local"
+    ) -> str:
+        return run(
+            team_tools.sessions_tool if scope == "team" else tools.sessions_tool, limit, budget
+        )
 
     @server.tool(
         structured_output=False,
         description=f"One session's resume package (id or prefix). {_BUDGET}",
     )
-    def session(session: str, budget: int = tools.DEFAULT_BUDGET) -> str:
-        return run(tools.session_tool, session, budget)
+    def session(session: str, budget: int = tools.DEFAULT_BUDGET, scope: Scope = "local") -> str:
+        return run(
+            team_tools.session_tool if scope == "team" else tools.session_tool, session, budget
+        )
 
     @server.tool(
         structured_output=False,
@@ -67,21 +77,27 @@ def build_server(paths: StatePaths) -> MCPServer[Any]:
         session: str | None = None,
         lines: int = 50,
         budget: int = tools.DEFAULT_BUDGET,
+        scope: Scope = "local",
     ) -> str:
-        return run(tools.agent_history_tool, agent_id, session, lines, budget)
+        tool = team_tools.agent_history_tool if scope == "team" else tools.agent_history_tool
+        return run(tool, agent_id, session, lines, budget)
 
     @server.tool(
         structured_output=False,
         description=f"Failures: unresolved, and resolved with their fix. {_BUDGET}",
     )
-    def failures(session: str | None = None, budget: int = tools.DEFAULT_BUDGET) -> str:
-        return run(tools.failures_tool, session, budget)
+    def failures(
+        session: str | None = None, budget: int = tools.DEFAULT_BUDGET, scope: Scope = "local"
+    ) -> str:
+        return run(
+            team_tools.failures_tool if scope == "team" else tools.failures_tool, session, budget
+        )
 
     @server.tool(
         structured_output=False, description=f"Decisions and constraints in force. {_BUDGET}"
     )
-    def decisions(budget: int = tools.DEFAULT_BUDGET) -> str:
-        return run(tools.decisions_tool, budget)
+    def decisions(budget: int = tools.DEFAULT_BUDGET, scope: Scope = "local") -> str:
+        return run(team_tools.decisions_tool if scope == "team" else tools.decisions_tool, budget)
 
     return server
 

@@ -1,33 +1,83 @@
-"""Memory for a new session: open tasks, unresolved failures and constraints, ≤ 400 tokens."""
+"""Memory for a new session: open tasks, unresolved failures and constraints, ≤ 400 tokens.
+
+With `[team] startup = true` the team's decisions and constraints in force (from the other
+machines of the project, kept in `context/team-notes.json` by the daemon's shipping) fill
+what the local memory leaves of the same budget.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Callable, Mapping, Sequence
 
-from indexer import write_atomic
-from indexer.paths import StatePaths
+import msgspec
+
+from indexer import safefs, write_atomic
+from indexer.config import Config
+from indexer.errors import StateDirError
+from indexer.paths import StatePaths, check_session_id
 from summarizer.common.plain import clean_line
-from summarizer.resume.files import STARTUP_FILE
+from summarizer.resume.files import LATEST_FILE, STARTUP_FILE, STATE_FILE
 from summarizer.resume.state import CLIENT_NAMES, ResumeState
 
-__all__ = ["STARTUP_MAX_TOKENS", "render_startup", "write_startup"]
+__all__ = [
+    "STARTUP_MAX_TOKENS",
+    "TEAM_NOTES_FILE",
+    "TeamNote",
+    "read_team_notes",
+    "render_startup",
+    "write_startup",
+    "write_team_notes",
+]
 
 STARTUP_MAX_TOKENS = 400
+TEAM_NOTES_FILE = "team-notes.json"
+_TEAM_HEAD = "Team decisions and constraints (other machines of this project):"
+
+
+class TeamNote(msgspec.Struct, frozen=True):
+    """One item of the team's memory for new sessions: its kind, its text, and who said it."""
+
+    kind: str  # constraint | decision
+    text: str
+    who: str  # user@host
 
 
 def render_startup(
-    state: ResumeState,
+    state: ResumeState | None,
     count: Callable[[str], int],
     max_tokens: int = STARTUP_MAX_TOKENS,
     hosts: Mapping[str, str] | None = None,
+    team: Sequence[TeamNote] = (),
 ) -> str:
     """What a new session of this project should know, or "" when nothing is open (pure).
 
     Only what is still in force: the last session's open tasks, the project's unresolved
-    failures, its decisions and the active constraints. Lines are added in that order while
-    they fit `max_tokens`. `hosts` maps sessions to the client they ran in: when they are
-    not all the last session's, each failure and decision says which client it came from.
+    failures, its decisions and the active constraints, then the team's constraints and
+    decisions. Lines are added in that order while they fit `max_tokens`. `hosts` maps
+    sessions to the client they ran in: when they are not all the last session's, each
+    failure and decision says which client it came from.
     """
+    text = _local(state, count, max_tokens, hosts) if state is not None else ""
+    if not team:
+        return text
+    base = text.rstrip("\n") or "ctxd project memory: what the team decided."
+    added = False
+    for note in team:
+        line = clean_line(f"- [{note.kind}] {note.text} ({note.who})", 300)
+        candidate = base + ("" if added else f"\n\n{_TEAM_HEAD}") + "\n" + line
+        if count(candidate) > max_tokens:
+            break
+        base, added = candidate, True
+    return base + "\n" if added else text
+
+
+def _local(
+    state: ResumeState,
+    count: Callable[[str], int],
+    max_tokens: int,
+    hosts: Mapping[str, str] | None,
+) -> str:
     known = hosts or {}
     mixed = any(host != state.host for host in known.values())
 
@@ -75,3 +125,40 @@ def render_startup(
 def write_startup(paths: StatePaths, text: str) -> None:
     """Write `context/startup.md` atomically (empty when nothing is open)."""
     write_atomic(paths.context / STARTUP_FILE, text.encode(), root=paths.root)
+
+
+def read_team_notes(paths: StatePaths, config: Config) -> list[TeamNote]:
+    """The team notes the daemon keeps, when `[team] startup` is on (else none)."""
+    if not config.team.startup or not (paths.context / TEAM_NOTES_FILE).is_file():
+        return []
+    try:
+        data = safefs.read_bytes(paths.root, paths.context / TEAM_NOTES_FILE)
+        return msgspec.json.decode(data, type=list[TeamNote])
+    except (OSError, StateDirError, ValueError):
+        return []
+
+
+def write_team_notes(paths: StatePaths, config: Config, notes: list[TeamNote]) -> bool:
+    """Keep the team's notes and rebuild `startup.md` with them; False if they are unchanged
+    (then nothing is written, and the tokenizer is not loaded)."""
+    if read_team_notes(paths, config) == notes and (paths.context / TEAM_NOTES_FILE).exists():
+        return False
+    write_atomic(paths.context / TEAM_NOTES_FILE, msgspec.json.encode(notes), root=paths.root)
+    from summarizer.common.tokens import get_counter
+
+    counter = get_counter(config.summarizer.encoding)
+    write_startup(paths, render_startup(_latest_state(paths), counter.count, team=notes))
+    return True
+
+
+def _latest_state(paths: StatePaths) -> ResumeState | None:
+    """The resume state written last (whose open work is the project's now), if readable."""
+    if not (paths.resume / LATEST_FILE).is_file():
+        return None
+    try:
+        latest = json.loads(safefs.read_bytes(paths.root, paths.resume / LATEST_FILE))
+        sid = check_session_id(str(latest["session_id"]))
+        data = safefs.read_bytes(paths.root, paths.resume / sid / STATE_FILE)
+        return msgspec.json.decode(data, type=ResumeState)
+    except (OSError, StateDirError, ValueError, KeyError, TypeError):
+        return None

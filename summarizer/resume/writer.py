@@ -141,10 +141,11 @@ def _write_startup_memory(
     # Only the most recently active session's open work is "what is open now" for a new one;
     # the project's failures and decisions come with it, whichever client their session ran in.
     from summarizer.common.tokens import get_counter
-    from summarizer.resume.startup import render_startup, write_startup
+    from summarizer.resume.startup import read_team_notes, render_startup, write_startup
 
     counter = get_counter(config.summarizer.encoding)
-    write_startup(paths, render_startup(state, counter.count, hosts=hosts))
+    team = read_team_notes(paths, config)  # `[team] startup`: the team's part of the budget
+    write_startup(paths, render_startup(state, counter.count, hosts=hosts, team=team))
 
 
 def write_resume(paths: StatePaths, state: ResumeState, context: str) -> bool:

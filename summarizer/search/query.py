@@ -26,7 +26,15 @@ def to_match(text: str) -> str:
     every token becomes a quoted phrase of its words, so no user text makes it invalid.
     `word*` keeps its meaning of a prefix search.
     """
-    terms: list[str] = []
+    return " ".join(
+        '"' + " ".join(words) + '"' + ("*" if prefix else "") for words, prefix in terms(text)
+    )
+
+
+def terms(text: str) -> list[tuple[list[str], bool]]:
+    """The phrases of `text`: each whitespace-separated token's words (letters and digits
+    only, as the index splits them) and whether it ends in `*` (a prefix search)."""
+    found_terms: list[tuple[list[str], bool]] = []
     words = 0
     for raw in text.split():
         found = _WORD.findall(raw)
@@ -34,14 +42,14 @@ def to_match(text: str) -> str:
             continue
         words += len(found)
         # One whitespace-separated token is one phrase: `src/app.py` finds those words in a row.
-        terms.append('"' + " ".join(found) + '"' + ("*" if raw.endswith("*") else ""))
-    if not terms:
+        found_terms.append((found, raw.endswith("*")))
+    if not found_terms:
         raise SearchQueryError(
             f"nothing to search for in {text!r}: give at least one word of letters or digits"
         )
     if words > MAX_TERMS:
         raise SearchQueryError(f"too many words ({words}); give at most {MAX_TERMS}")
-    return " ".join(terms)
+    return found_terms
 
 
 _MAX_NS = 2**63 - 1

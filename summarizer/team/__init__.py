@@ -1,0 +1,1 @@
+"""Team memory: what each machine indexed, shipped to a PostgreSQL database a team shares."""
