@@ -15,8 +15,9 @@ class Decision(msgspec.Struct, omit_defaults=True):
     id: str  # stable signature of the normalized text
     decision: str
     featureId: str = ""
-    # Every source that stated it, comma-separated and sorted:
-    # explicit | agent_output | stop | user_prompt | compact_summary
+    # Every source that stated it, comma-separated and sorted: explicit | stop (the agent's
+    # own message) | plan (a plan the user approved) | user_prompt; a memory written by an
+    # earlier ctxd may also hold agent_output and compact_summary
     source: str = ""
     session_id: str = ""
     agent_id: str = ""

@@ -8,13 +8,11 @@ from typing import Any
 
 from indexer import AGENT_TOOLS, EDIT_TOOLS, INT64_MAX
 from indexer.models import Entry
+from summarizer.common.acks import is_acknowledgement
 from summarizer.common.text import (
-    DECISION_RE,
     ITEM_CHARS,
     LIFT_RE,
     NEGATIVE_RE,
-    RULE_RE,
-    STRONG_DECISION_RE,
     clean,
     clip,
     command_of,
@@ -24,10 +22,10 @@ from summarizer.common.text import (
     relpath,
     rule_head,
     rule_object,
-    sentences,
     signature,
     text_key,
 )
+from summarizer.memory import statements
 from summarizer.memory.observations import (
     ConstraintObs,
     DecisionObs,
@@ -41,6 +39,7 @@ from summarizer.memory.observations import (
     TodoObs,
     Where,
 )
+from summarizer.memory.prose import Unit, plan_parts, units
 
 __all__ = [
     "EDIT_TOOLS",
@@ -62,11 +61,9 @@ __all__ = [
 
 _OK_FEATURE = frozenset({"completed", "complete", "done", "passed", "passing", "success", "ok"})
 _FAILED_FEATURE = frozenset({"failed", "failing", "failure", "error", "blocked"})
-# Rules are short: a long sentence is a task description, and a templated prompt that differs
-# only after its first words restates the same rule.
-RULE_CHARS = 240
+# A templated prompt that differs only after its first words restates the same rule.
 RULE_KEY_WORDS = 12
-_LABEL = re.compile(r"(?i)^(?:decision|decided)\s*:\s*")
+_LABEL = re.compile(r"(?i)^(?:\w+\s+)?(?:decision|decided|decisi[oó]n)\s*:\s*")
 
 
 def revokes(revocation: RevokeObs, text: str, negative: bool, head: tuple[str, ...]) -> bool:
@@ -140,19 +137,16 @@ def observe(entry_id: int, e: Entry) -> list[Observation]:
     if kind in ("tool_use",) and e.tool_name == "TodoWrite":
         return _todos(e, at, detail_of(e))
     if kind == "agent_complete":
+        # A subagent's answer is recorded data, never the session's decisions.
         command = command_of(e.tool_name or "Agent", _input(detail_of(e)), e.cwd, e.description)
-        out: list[Observation] = [
-            SuccessObs(f"{e.tool_name}\x1f{command}", "the agent completed", at)
-        ]
-        return out + _decisions(e.output_summary, "agent_output", at)
-    if kind in ("stop", "subagent_stop"):
-        out = _decisions(e.text, "stop", at)
-        if kind == "stop" and e.agent_id == "main" and e.text.strip():
+        return [SuccessObs(f"{e.tool_name}\x1f{command}", "the agent completed", at)]
+    if kind == "stop":  # the session's own last message of a turn
+        out = _decisions(units(e.text), "agent", "stop", at)
+        if e.agent_id == "main" and e.text.strip():
             out.append(SessionTextObs("report", clip(clean(e.text), 1500), at))
         return out
-    if kind == "post_compact":
-        out = _decisions(e.text, "compact_summary", at)
-        return [*out, SessionTextObs("compact", clip(clean(e.text), 3000), at)] if e.text else out
+    if kind == "post_compact":  # Claude Code's summary restates; it states no new choice
+        return [SessionTextObs("compact", clip(clean(e.text), 3000), at)] if e.text else []
     if kind == "prompt":
         return _prompt(e, at)
     if kind in ("task_created", "task_completed"):
@@ -212,23 +206,18 @@ def _tasks(tool: str, at: Where, tool_input: dict[str, Any], response: Any) -> l
     return [TodoObs("update", ((task_id, subject, status),), at)] if task_id else []
 
 
-def _decisions(text: str, source: str, at: Where) -> list[Observation]:
+def _decisions(
+    sentences: list[Unit], speaker: str, source: str, at: Where
+) -> list[Observation]:
     out: list[Observation] = []
-    if not text:
-        return out
-    # A user's prompt asks for things ("instead of X, do Y"); only outright choices count there.
-    pattern = STRONG_DECISION_RE if source == "user_prompt" else DECISION_RE
     seen = set()
-    for s in sentences(text):
-        if "?" in s or len(s) < 15 or s.startswith(("|", "User", "Message")):
-            continue  # questions, table rows, quoted user messages in compaction summaries
-        if pattern.search(s):
-            key = text_key(s)
-            if key not in seen:
-                seen.add(key)
-                shown = _LABEL.sub("", s)
-                shown = shown[:1].upper() + shown[1:]
-                out.append(DecisionObs(key, clip(shown, ITEM_CHARS), source, "", at))
+    for text in statements.decisions_in(sentences, speaker):
+        key = text_key(text)
+        if key not in seen:
+            seen.add(key)
+            shown = _LABEL.sub("", text)
+            shown = shown[:1].upper() + shown[1:]
+            out.append(DecisionObs(key, clip(shown, ITEM_CHARS), source, "", at))
     return out
 
 
@@ -236,23 +225,30 @@ def _prompt(e: Entry, at: Where) -> list[Observation]:
     text = e.text
     if not text.strip():
         return []
+    if is_acknowledgement(text):  # noted after the request, never the request itself
+        return [SessionTextObs("ack", clip(clean(text), 60), at)]
     out: list[Observation] = [SessionTextObs("prompt", clip(clean(text), 600), at)]
-    if text.lstrip().startswith("<"):  # command expansions and pasted markup, not instructions
+    if e.agent_id != "main":  # a subagent's instructions are not the user's words
         return out
-    out += _decisions(text, "user_prompt", at)
-    for s in sentences(text):
-        if "?" in s or not 8 <= len(s) <= RULE_CHARS:
-            continue
-        negative = bool(NEGATIVE_RE.search(s))
-        if LIFT_RE.search(s):
+    parts = plan_parts(text)
+    if parts is not None:  # the agent's approved plan: its choices, never the user's rules
+        out += _decisions(units(parts[0]), "plan", "plan", at)
+    own = statements.user_sentences(text)
+    out += _decisions(own, "user", "user_prompt", at)
+    for unit in own:
+        s = unit.text
+        if "?" not in s and LIFT_RE.search(s) and not statements.is_complaint(s):
             terms = frozenset(key_terms(s))
-            out.append(RevokeObs("", terms, negative, (), False, at))
-        elif RULE_RE.search(s):
-            head = rule_head(s)
-            text_ = clip(s, ITEM_CHARS)
-            out.append(RevokeObs("", frozenset(), negative, head, True, at))
-            key = text_key(" ".join(s.split()[:RULE_KEY_WORDS]))
-            out.append(ConstraintObs(key, text_, "user_prompt", "", negative, head, at))
+            out.append(RevokeObs("", terms, bool(NEGATIVE_RE.search(s)), (), False, at))
+    for rule in statements.rules_in(own):
+        if LIFT_RE.search(rule):
+            continue  # "you can edit X now" lifts a rule; it states none
+        negative = statements.is_negative(rule)
+        head = rule_head(rule)
+        out.append(RevokeObs("", frozenset(), negative, head, True, at))
+        key = text_key(" ".join(rule.split()[:RULE_KEY_WORDS]))
+        shown = clip(rule, ITEM_CHARS)
+        out.append(ConstraintObs(key, shown, "user_prompt", "", negative, head, at))
     return out
 
 

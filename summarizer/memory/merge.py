@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import astuple
 from typing import Any, TypeVar
@@ -11,6 +12,7 @@ from indexer import history
 from indexer.config import SummarizerConfig
 from indexer.search_index import index_memory
 from summarizer.common import text as tx
+from summarizer.common.acks import note_ack
 from summarizer.memory import extract as ex
 from summarizer.memory.rank import rank_key, source_weight
 from summarizer.memory.search_docs import memory_docs
@@ -19,8 +21,14 @@ from summarizer.memory.tables import TABLES, ConstraintRow, DecisionRow, Failure
 # How far back (in entry ids) the edits that explain a fix are looked for: bounded, so the
 # cost of resolving a failure does not grow with history.
 PREVENTION_WINDOW = 5000
+ACK_NOTE = re.compile(r' \(then: "[^"]*"\)$')
 
 R = TypeVar("R")
+
+
+def with_ack(request: str, ack: str) -> str:
+    """The request with the acknowledgement that came after it noted (the latest one only)."""
+    return note_ack(ACK_NOTE.sub("", request), ack)
 
 
 def _merge_sources(sources: str, source: str) -> str:
@@ -99,7 +107,11 @@ class MemoryFold:
         elif isinstance(o, ex.TodoObs):
             self._todos(o)
         elif isinstance(o, ex.SessionTextObs):
-            self._session(at.session_id)[o.field] = o.text
+            session = self._session(at.session_id)
+            if o.field == "ack":
+                session["prompt"] = with_ack(session["prompt"], o.text)
+            else:
+                session[o.field] = o.text
 
     def note_entry(self, session_id: str, hook_event: str) -> None:
         """Remember the latest session with Claude Code activity (not only explicit events)."""

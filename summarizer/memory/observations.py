@@ -19,7 +19,7 @@ class Where:
 class DecisionObs:
     key: str
     text: str
-    source: str  # explicit | agent_output | stop | user_prompt | compact_summary
+    source: str  # explicit | stop | plan | user_prompt (agent_output, compact_summary: earlier)
     feature_id: str
     at: Where
 
@@ -95,7 +95,7 @@ class TodoObs:
 
 @dataclass(frozen=True, slots=True)
 class SessionTextObs:
-    field: str  # prompt | report | compact
+    field: str  # prompt | ack (an acknowledgement after the request) | report | compact
     text: str
     at: Where
 

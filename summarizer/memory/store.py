@@ -172,7 +172,8 @@ def _select(
 
 
 def _ranked(conn: sqlite3.Connection, table: str, limit: int, feature_id: str | None) -> list[Any]:
-    order = "rank_key DESC, last_entry_id DESC LIMIT ?"
+    # Equal ranks (statements of one message) keep the order they were stated in.
+    order = "rank_key DESC, last_entry_id DESC, rowid LIMIT ?"
     rows = _select(conn, table, "", order, (limit,))
     if feature_id:
         mine = _select(conn, table, "WHERE feature_id=?", order, (feature_id, limit))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 
+from summarizer.common.acks import is_acknowledgement, note_ack
 from summarizer.resume.fastjson import loads
 from summarizer.resume.spool_tail import TAIL_BYTES, read_tail
 
@@ -48,7 +49,7 @@ def _from_spool(spool: str, session_id: str) -> tuple[str, list[tuple[str, str]]
     except OSError:
         return "", []
     needle = session_id.encode()
-    prompt = ""
+    prompt = ack = ""
     files: dict[str, str] = {}
     budget = TAIL_BYTES
     for name in reversed(names):
@@ -66,7 +67,11 @@ def _from_spool(spool: str, session_id: str) -> tuple[str, list[tuple[str, str]]
                 continue
             name_ = event.get("hook_event_name")
             if name_ == "UserPromptSubmit" and not prompt:
-                prompt = str(event.get("prompt") or "")
+                text = str(event.get("prompt") or "")
+                if is_acknowledgement(text):  # never the request: noted after it
+                    ack = ack or text
+                else:
+                    prompt = note_ack(text, ack) if ack else text
             tool_input = event.get("tool_input")
             path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
             tool = event.get("tool_name")

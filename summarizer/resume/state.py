@@ -11,6 +11,7 @@ import msgspec
 
 from indexer import EDIT_TOOLS, history, iso_utc, query
 from indexer.models import Entry
+from summarizer.common.acks import latest_request
 from summarizer.common.models import Memory
 from summarizer.common.plain import (
     clean_line,
@@ -156,8 +157,8 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
     )
     facts.file_events = entries("file_events", 400)
     facts.failures = entries("failures", 400)
-    prompt = entries("prompt", 1)
-    facts.last_prompt = prompt[0].text if prompt else ""
+    # An acknowledgement ("yes", "continue") is never the request: it is noted after it.
+    facts.last_prompt = latest_request([e.text for e in entries("prompt", 10)])
     summary = entries("compact_summary", 1)
     facts.compact_summary = summary[0].text if summary else ""
     facts.running_agents = query.running_agents(conn, session_id)

@@ -40,7 +40,6 @@ def test_every_label_quotes_the_transcript_line_it_names() -> None:
     assert [label for label in labels if not label_is_in_its_line(label)] == []
 
 
-@pytest.mark.xfail(reason="the extractor before its precision work: 67 % / 22 % (constraints)")
 def test_precision_and_recall_reach_the_goals(items: list[Item]) -> None:
     scores = score(items, load_labels())
     print("\n" + table(scores))

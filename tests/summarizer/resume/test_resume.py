@@ -227,6 +227,31 @@ def test_state_of_the_story_has_every_seed_003_field(indexed: tuple[StatePaths, 
     assert (paths.resume / SID / "precompact_state.json").stat().st_mode & 0o777 == 0o600
 
 
+def test_an_acknowledgement_is_noted_after_the_request(indexed: tuple[StatePaths, Any]) -> None:
+    paths, conn = indexed
+    for text in ("yes", "continue"):
+        prompt = {"session_id": SID, "cwd": "/x", "hook_event_name": "UserPromptSubmit",
+                  "prompt": text}  # fmt: skip
+        hook.run(json.dumps(prompt).encode(), {"CTXD_HOME": str(paths.root)}, "/")
+    conn.close()
+    catch_up(paths)
+    conn = store.connect(paths.index_db)
+    try:
+        state = resume.update_session(conn, paths, Config(), SID, "compaction")
+        from summarizer.memory.store import compact
+
+        compact(conn)
+        (latest,) = conn.execute("SELECT prompt FROM mem_sessions WHERE session_id=?", (SID,))
+    finally:
+        conn.close()
+    assert state.next_action.startswith("Good. Next, wire the export button")
+    assert state.next_action.endswith('(then: "continue")')
+    text = (paths.resume / SID / "context.md").read_text()
+    assert "Most recent user request: Good. Next, wire the export button" in text
+    assert "Most recent user request: continue" not in text
+    assert latest[0].startswith("Good. Next,") and latest[0].endswith('(then: "continue")')
+
+
 def test_compact_summary_is_used(indexed: tuple[StatePaths, Any]) -> None:
     paths, conn = indexed
     post = {

@@ -148,7 +148,8 @@ def test_gather_facts_reads_one_session_from_a_real_index(tmp_path: Path) -> Non
         conn.close()
     assert facts.title == "Add a CSV export to the orders page"
     assert facts.cwd == PROJECT
-    assert facts.last_prompt == "continue"
+    # "continue" is no request of its own: the request is the prompt before it.
+    assert facts.last_prompt == 'Add a CSV export to the orders page (then: "continue")'
     assert [e.tool_name for e in facts.file_events] == ["Edit"]
     assert facts.file_events[0].files == (f"{PROJECT}/src/export.py",)
     assert [e.event for e in facts.tool_calls] == ["tool_failure", "tool_result"]
