@@ -289,7 +289,13 @@ PUBLIC_INDEXER_MODULES = frozenset(
     }
 )
 # Modules that run SQL of their own: the memory's tables (mem_*), which the summarizer owns.
-_OWN_SQL = {"summarizer.memory.merge", "summarizer.memory.store", "summarizer.memory.summary"}
+_OWN_SQL = {
+    "summarizer.memory.failure_fold",
+    "summarizer.memory.merge",
+    "summarizer.memory.store",
+    "summarizer.memory.summary",
+    "summarizer.memory.tables",
+}
 _SQL_TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(\w+)")
 
 

@@ -47,6 +47,8 @@ class Failure(msgspec.Struct, omit_defaults=True):
     resolved: bool = False
     resolved_ns: int = 0
     score: float = 0.0
+    cascades: int = 0  # parallel calls cancelled because of it
+    target: str = ""  # what the call aimed at (summarizer.common.failures.target_of)
 
 
 class Constraint(msgspec.Struct, omit_defaults=True):

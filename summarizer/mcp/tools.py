@@ -162,13 +162,12 @@ def failures_tool(
     if not rows:
         return "no failures recorded"
     lines = []
-    for desc, command, error, prevention, count, last_ns, _resolved_ns, is_open, sid in rows:
+    # The description holds the error once, quoted as recorded.
+    for desc, command, _error, prevention, count, last_ns, _resolved_ns, is_open, sid in rows:
         state = "UNRESOLVED" if is_open else "resolved"
         line = f"- [{state}] {desc} (×{count}, last {iso_utc(last_ns)}, session {sid[:8]})"
         if command:
             line += f"\n  command: {command}"
-        if error and is_open:
-            line += f"\n  error: {' '.join(error.split())[:300]}"
         if prevention:
             line += f"\n  {'fixed by' if not is_open else 'prevention'}: {prevention}"
         lines.append(line)

@@ -9,6 +9,7 @@ from typing import Any
 from indexer import AGENT_TOOLS, EDIT_TOOLS, INT64_MAX
 from indexer.models import Entry
 from summarizer.common.acks import is_acknowledgement
+from summarizer.common.failures import cascade_kind, describe_failure, target_of
 from summarizer.common.text import (
     ITEM_CHARS,
     LIFT_RE,
@@ -85,10 +86,6 @@ def _failure(e: Entry, at: Where, tool_input: dict[str, Any]) -> FailureObs:
     command = command_of(tool, tool_input, e.cwd, e.description)
     code, line = error_summary(e.error or "error")
     error_class = (f"exit {code}: " if code else "") + mask(line)
-    shown = clip(command, 120)
-    head = f"{tool} `{shown}` failed" if shown else f"{tool} failed"
-    if code:
-        head += f" (exit {code})"
     source = "agent_output" if tool in AGENT_TOOLS else "tool"
     return FailureObs(
         signature=signature(tool, command, error_class),
@@ -97,12 +94,14 @@ def _failure(e: Entry, at: Where, tool_input: dict[str, Any]) -> FailureObs:
         command=clip(command, 300),
         error_class=error_class,
         error_line=line,
-        description=clip(f"{head}: {line}" if line else head, ITEM_CHARS),
+        description=clip(describe_failure(tool, clip(command, 120), code, line), ITEM_CHARS),
         source=source,
         feature_id="",
         prevention="",
         resolved=False,
         at=at,
+        target_key=target_of(tool, tool_input, e.cwd, command),
+        cascade=cascade_kind(e.error or ""),
     )
 
 
@@ -138,8 +137,10 @@ def observe(entry_id: int, e: Entry) -> list[Observation]:
         return _todos(e, at, detail_of(e))
     if kind == "agent_complete":
         # A subagent's answer is recorded data, never the session's decisions.
-        command = command_of(e.tool_name or "Agent", _input(detail_of(e)), e.cwd, e.description)
-        return [SuccessObs(f"{e.tool_name}\x1f{command}", "the agent completed", at)]
+        tool_input = _input(detail_of(e))
+        command = command_of(e.tool_name or "Agent", tool_input, e.cwd, e.description)
+        target = target_of(e.tool_name or "Agent", tool_input, e.cwd, command)
+        return [SuccessObs(f"{e.tool_name}\x1f{command}", "the agent completed", at, target)]
     if kind == "stop":  # the session's own last message of a turn
         out = _decisions(units(e.text), "agent", "stop", at)
         if e.agent_id == "main" and e.text.strip():
@@ -168,7 +169,9 @@ def _tool_result(e: Entry, at: Where) -> list[Observation]:
     tool = e.tool_name or "tool"
     command = command_of(tool, tool_input, e.cwd, e.description)
     verb = "the command passed" if tool == "Bash" else "the call succeeded"
-    out: list[Observation] = [SuccessObs(f"{tool}\x1f{command}", verb, at)]
+    target = target_of(tool, tool_input, e.cwd, command)
+    shown = clip(command, 120) if tool == "Bash" else ""
+    out: list[Observation] = [SuccessObs(f"{tool}\x1f{command}", verb, at, target, shown)]
     if tool in EDIT_TOOLS:
         path = tool_input.get("file_path") or tool_input.get("notebook_path")
         if isinstance(path, str) and path:

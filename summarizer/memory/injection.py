@@ -66,7 +66,9 @@ def build_injection(
     f_budget = int(cfg.failures_budget * scale)
     c_budget = int(cfg.constraints_budget * scale)
     top_d = feature_first(memory.decisions, feature_id, lambda d: d.featureId)[:TOP_DECISIONS]
-    top_f = feature_first(memory.failures, feature_id, lambda f: f.featureId)[:TOP_FAILURES]
+    # Unresolved failures first (what to avoid now), each group in rank order.
+    ranked_f = sorted(memory.failures, key=lambda f: f.resolved)
+    top_f = feature_first(ranked_f, feature_id, lambda f: f.featureId)[:TOP_FAILURES]
     # Each shown item may use its share of the section (seed 004: ~50 tokens each).
     per_decision = max(12, d_budget // max(1, len(top_d)) - 8)
     decisions = [

@@ -14,13 +14,18 @@ from indexer.search_index import index_memory
 from summarizer.common import text as tx
 from summarizer.common.acks import note_ack
 from summarizer.memory import extract as ex
+from summarizer.memory.failure_fold import FailureFolding
 from summarizer.memory.rank import rank_key, source_weight
 from summarizer.memory.search_docs import memory_docs
-from summarizer.memory.tables import TABLES, ConstraintRow, DecisionRow, FailureRow, columns
+from summarizer.memory.tables import (
+    TABLES,
+    ConstraintRow,
+    DecisionRow,
+    FailureRow,
+    columns,
+    select_list,
+)
 
-# How far back (in entry ids) the edits that explain a fix are looked for: bounded, so the
-# cost of resolving a failure does not grow with history.
-PREVENTION_WINDOW = 5000
 ACK_NOTE = re.compile(r' \(then: "[^"]*"\)$')
 
 R = TypeVar("R")
@@ -37,7 +42,7 @@ def _merge_sources(sources: str, source: str) -> str:
     return ",".join(sorted(parts))
 
 
-class MemoryFold:
+class MemoryFold(FailureFolding):
     """The touched rows of one batch; `flush()` writes them back with the carried state."""
 
     def __init__(self, conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
@@ -46,7 +51,9 @@ class MemoryFold:
         self.rows: dict[str, dict[str, Any]] = {name: {} for name in TABLES}
         self._missing: dict[str, set[str]] = {name: set() for name in TABLES}
         self._by_cmd: dict[str, set[str]] = {}
-        self._cmd_loaded: set[str] = set()
+        self._by_target: dict[str, set[str]] = {}
+        self._keys_loaded: set[str] = set()
+        self._last_failure: dict[str, tuple[str, int]] = {}
         self._new_terms: list[tuple[str, str]] = []
         self.features: dict[str, dict[str, Any]] = {}
         self.files: dict[str, list[Any]] = {}
@@ -67,7 +74,7 @@ class MemoryFold:
             return None
         row_type, pk = TABLES[table]
         found = self.conn.execute(
-            f"SELECT {', '.join(columns(row_type))} FROM {table} WHERE {pk}=?", (key,)
+            f"SELECT {select_list(self.conn, row_type, table)} FROM {table} WHERE {pk}=?", (key,)
         ).fetchone()
         if found is None:
             self._missing[table].add(key)
@@ -80,6 +87,8 @@ class MemoryFold:
         self._missing[table].discard(key)
         if isinstance(row, FailureRow):
             self._by_cmd.setdefault(row.cmd_key, set()).add(row.signature)
+            if row.target_key:
+                self._by_target.setdefault(row.target_key, set()).add(row.signature)
         return row
 
     # --- observations ------------------------------------------------------------------------
@@ -144,78 +153,6 @@ class MemoryFold:
         row.last_entry_id = at.entry_id
         row.session_id, row.agent_id = at.session_id, at.agent_id
         row.feature_id = row.feature_id or o.feature_id or self.current_feature
-
-    def _failure(self, o: ex.FailureObs) -> None:
-        at = o.at
-        row: FailureRow | None = self._get("mem_failures", o.signature)
-        if row is None:
-            self.new_failures += 1
-            row = FailureRow(
-                o.signature,
-                o.cmd_key,
-                o.description,
-                "",
-                0,
-                o.tool,
-                o.command,
-                o.error_class,
-                o.error_line,
-                o.feature_id or self.current_feature,
-                o.source,
-                at.session_id,
-                at.agent_id,
-                0,
-                at.ts_ns,
-                at.ts_ns,
-                at.entry_id,
-                at.entry_id,
-            )
-            self._put("mem_failures", row)
-        row.count += 1
-        row.description, row.last_error = o.description, o.error_line
-        row.sources = _merge_sources(row.sources, o.source)
-        row.last_ns = max(row.last_ns, at.ts_ns)
-        row.last_entry_id = at.entry_id
-        row.session_id, row.agent_id = at.session_id, at.agent_id
-        row.feature_id = row.feature_id or o.feature_id or self.current_feature
-        if o.prevention:
-            row.prevention, row.explicit_prevention = o.prevention, 1
-        if o.resolved:
-            row.resolved_ns, row.resolved_entry_id = at.ts_ns, at.entry_id
-
-    def _success(self, o: ex.SuccessObs) -> None:
-        if o.cmd_key not in self._cmd_loaded:
-            self._cmd_loaded.add(o.cmd_key)
-            row_type = FailureRow
-            for found in self.conn.execute(
-                f"SELECT {', '.join(columns(row_type))} FROM mem_failures WHERE cmd_key=?",
-                (o.cmd_key,),
-            ):
-                if found[0] not in self.rows["mem_failures"]:
-                    self._put("mem_failures", row_type(*found))
-        for sig in sorted(self._by_cmd.get(o.cmd_key, ())):
-            row: FailureRow = self.rows["mem_failures"][sig]
-            if not row.is_open or row.last_entry_id >= o.at.entry_id:
-                continue
-            row.resolved_ns, row.resolved_entry_id = o.at.ts_ns, o.at.entry_id
-            if not row.explicit_prevention:
-                row.prevention = self._prevention(row.last_entry_id, o)
-
-    def _prevention(self, failed_id: int, o: ex.SuccessObs) -> str:
-        low = max(failed_id, o.at.entry_id - PREVENTION_WINDOW)
-        edits: list[tuple[str, str]] = []
-        for files, detail, tool, cwd in history.recent_edits(
-            self.conn, low, o.at.entry_id, o.at.session_id
-        ):
-            try:
-                tool_input = json.loads(detail).get("input") or {}
-                paths = json.loads(files) if files else []
-            except (ValueError, AttributeError):
-                continue
-            if paths and isinstance(tool_input, dict):
-                path = tx.relpath(tx.clean(str(paths[0])), str(cwd))
-                edits.append((path, tx.edit_snippet(str(tool), tool_input)))
-        return tx.prevention_text(edits, o.verb)
 
     def _constraint(self, o: ex.ConstraintObs) -> None:
         at = o.at

@@ -38,6 +38,8 @@ class FailureObs:
     prevention: str
     resolved: bool
     at: Where
+    target_key: str = ""  # what the call aimed at (summarizer.common.failures.target_of)
+    cascade: str = ""  # CASCADE or USER_STOP: no failure of its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,8 @@ class SuccessObs:
     cmd_key: str
     verb: str  # how the success is told in a prevention ("the command passed")
     at: Where
+    target_key: str = ""
+    command: str = ""  # what passed (told when it differs from the failed command)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import sqlite3
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 SCHEMA = """
@@ -21,7 +22,8 @@ CREATE TABLE IF NOT EXISTS mem_failures(
     feature_id TEXT NOT NULL, sources TEXT NOT NULL, session_id TEXT NOT NULL,
     agent_id TEXT NOT NULL, count INTEGER NOT NULL, first_ns INTEGER NOT NULL,
     last_ns INTEGER NOT NULL, entry_id INTEGER NOT NULL, last_entry_id INTEGER NOT NULL,
-    resolved_ns INTEGER NOT NULL, resolved_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL);
+    resolved_ns INTEGER NOT NULL, resolved_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL,
+    target_key TEXT NOT NULL DEFAULT '', cascades INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS mem_failures_cmd ON mem_failures(cmd_key);
 CREATE INDEX IF NOT EXISTS mem_failures_rank ON mem_failures(rank_key);
 CREATE INDEX IF NOT EXISTS mem_failures_feature ON mem_failures(feature_id, rank_key);
@@ -89,6 +91,8 @@ class FailureRow:
     resolved_ns: int = 0
     resolved_entry_id: int = 0
     rank_key: float = 0.0
+    target_key: str = ""  # what the call aimed at (summarizer.common.failures.target_of)
+    cascades: int = 0  # parallel calls cancelled because of it
 
     @property
     def is_open(self) -> bool:
@@ -120,6 +124,43 @@ TABLES: dict[str, tuple[type[Any], str]] = {
 }
 
 
+# Columns added after a table's first release: (table, column, declaration). A table written
+# by an earlier ctxd gains them when a writer opens the memory (store.ensure_schema).
+ADDED_COLUMNS = (
+    ("mem_failures", "target_key", "TEXT NOT NULL DEFAULT ''"),
+    ("mem_failures", "cascades", "INTEGER NOT NULL DEFAULT 0"),
+)
+ADDED_INDEXES = ("CREATE INDEX IF NOT EXISTS mem_failures_target ON mem_failures(target_key)",)
+
+
 def columns(row_type: type[Any]) -> list[str]:
     """Column names of a row dataclass, in table order."""
     return [f.name for f in fields(row_type)]
+
+
+def add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Give tables written by an earlier ctxd the columns added since (inside a transaction)."""
+    for table, column, declaration in ADDED_COLUMNS:
+        if column not in _present(conn, table):
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+    for statement in ADDED_INDEXES:
+        conn.execute(statement)
+
+
+def select_list(conn: sqlite3.Connection, row_type: type[Any], table: str) -> str:
+    """The SELECT list of a row dataclass; a column an older table lacks reads as its default
+    (a reader may open an index no writer has migrated yet)."""
+    present = _present(conn, table)
+    out = []
+    for f in fields(row_type):
+        if f.name in present:
+            out.append(f.name)
+        else:
+            default = f.default if f.default is not MISSING else ""
+            out.append(f"{default!r} AS {f.name}" if isinstance(default, str) else
+                       f"{default} AS {f.name}")  # fmt: skip
+    return ", ".join(out)
+
+
+def _present(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}

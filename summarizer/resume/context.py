@@ -6,6 +6,7 @@ from indexer.config import Config
 from summarizer.common.budget import Section, pack_sections, render_sections, utf16_len
 from summarizer.common.plain import clean_line, clean_text
 from summarizer.common.tokens import get_counter
+from summarizer.resume.failure_notes import note_lines
 from summarizer.resume.handback import NOTES_HEAD
 from summarizer.resume.state import ResumeState
 
@@ -68,13 +69,10 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
         + (", not on disk now)" if path in missing else ")")
         for path in state.files_to_load
     ]
-    failures = [
-        f"- {f.tool + ' ' if f.tool else ''}{clean_line(f.description, 160)}"
-        + (f" failed {f.count} times" if f.count > 1 else " failed")
-        + (f": {f.last_error}" if f.last_error else "")
-        + (f"; fixed before by: {f.prevention}" if f.prevention else "")
-        for f in state.open_failures
-    ]
+    # Every unresolved failure is listed (a section may not drop them: min_items), one line
+    # each; then a few resolved ones with what fixed them.
+    open_lines, resolved_lines = note_lines(state.open_failures)
+    failures = [f"- {clean_line(line, 1500)}" for line in open_lines + resolved_lines]
     memory = [f"- Decision: {clean_line(d, 300)}" for d in state.decisions] + [
         f"- Constraint: {clean_line(c, 300)}" for c in state.constraints
     ]
@@ -93,7 +91,13 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
         Section("lead", "", lead, budget("lead"), min_items=len(lead)),
         Section("tasks", "\nOpen tasks:", tasks, budget("tasks")),
         Section("files", "\nFiles worked on lately:", files, budget("files")),
-        Section("failures", "\nFailures not yet resolved:", failures, budget("failures")),
+        Section(
+            "failures",
+            "\nFailures, unresolved first:",
+            failures,
+            budget("failures"),
+            min_items=len(open_lines),
+        ),
         Section("memory", "\nDecisions and constraints in force:", memory, budget("memory")),
         Section("agents", "\nSubagents still running:", agents, budget("agents")),
         Section("calls", "\nLast tool calls (UTC):", calls, budget("calls")),

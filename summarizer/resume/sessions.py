@@ -16,6 +16,7 @@ from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from summarizer.common.plain import is_meaningful_request
 from summarizer.resume import writer as resume
+from summarizer.resume.failure_notes import FailureNote, note_lines
 from summarizer.resume.todos import open_todos, read_todos_file
 
 __all__ = [
@@ -206,14 +207,9 @@ def render_package(pkg: dict[str, Any]) -> str:
             out.extend(["", f"## {title}", "", *lines])
 
     block("Open todos", [f"- [{t['status']}] {t['content']}" for t in pkg["open_todos"]])
-    block(
-        "Open failures",
-        [
-            f"- {f.get('tool', '')} {f['description']} (x{f.get('count', 1)})"
-            + (f": {f['last_error']}" if f.get("last_error") else "")
-            for f in pkg["open_failures"]
-        ],
-    )
+    notes = [msgspec.convert(f, FailureNote) for f in pkg["open_failures"]]
+    open_lines, resolved_lines = note_lines(notes)
+    block("Failures, unresolved first", [f"- {line}" for line in open_lines + resolved_lines])
     block(
         "Decisions and constraints",
         [f"- {d}" for d in pkg["decisions"]] + [f"- (constraint) {c}" for c in pkg["constraints"]],

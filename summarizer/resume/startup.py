@@ -7,6 +7,7 @@ from collections.abc import Callable
 from indexer import write_atomic
 from indexer.paths import StatePaths
 from summarizer.common.plain import clean_line
+from summarizer.resume.failure_notes import note_lines
 from summarizer.resume.files import STARTUP_FILE
 from summarizer.resume.state import ResumeState
 
@@ -28,10 +29,7 @@ def render_startup(
             "Open tasks:",
             [f"- [{t.status.replace('_', ' ')}] {t.content}" for t in state.open_todos],
         ),
-        (
-            "Failures not yet resolved:",
-            [f"- {f.tool + ': ' if f.tool else ''}{f.description}" for f in state.open_failures],
-        ),
+        ("Failures not yet resolved:", [f"- {x}" for x in note_lines(state.open_failures)[0]]),
         ("Constraints in force:", [f"- {c}" for c in state.constraints]),
     ]
     if not any(items for _, items in sections):

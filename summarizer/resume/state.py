@@ -12,15 +12,15 @@ import msgspec
 from indexer import EDIT_TOOLS, history, iso_utc, query
 from indexer.models import Entry
 from summarizer.common.acks import latest_request
-from summarizer.common.models import Memory
+from summarizer.common.models import Failure, Memory
 from summarizer.common.plain import (
     clean_line,
     clean_text,
-    first_error_line,
     is_meaningful_request,
     unwrap_summary,
 )
 from summarizer.common.text import STRONG_DECISION_RE
+from summarizer.resume.failure_notes import FailureNote, failure_notes
 from summarizer.resume.todos import Todo, open_todos, session_todos
 
 __all__ = [
@@ -58,14 +58,6 @@ _QUIET_TOOLS = frozenset(
         "KillBash",
     }
 )
-# A call that failed only because another failed or the user stopped it: not a cause.
-_CASCADE = (
-    "sibling tool call errored",
-    "interrupted",
-    "user doesn't want to proceed",
-    "request interrupted",
-    "cancelled",
-)
 _TOOL_EVENTS = ("tool_result", "tool_failure", "agent_complete", "agent_launched", "agent_failed")
 _ANY = msgspec.json.Decoder()
 
@@ -78,16 +70,6 @@ class ToolCall(msgspec.Struct):
     timestamp: str
     agent: str = "main"
     ok: bool = True
-
-
-class FailureNote(msgspec.Struct, omit_defaults=True):
-    """An open failure worth avoiding when the work resumes."""
-
-    description: str
-    tool: str = ""
-    count: int = 1
-    last_error: str = ""
-    prevention: str = ""
 
 
 class ResumeState(msgspec.Struct):
@@ -132,6 +114,7 @@ class SessionFacts:
     tool_calls: list[Entry] = field(default_factory=list)  # newest first
     file_events: list[Entry] = field(default_factory=list)  # newest first
     failures: list[Entry] = field(default_factory=list)  # newest first
+    session_failures: list[Failure] = field(default_factory=list)  # the memory's, this session's
     last_prompt: str = ""
     compact_summary: str = ""
     running_agents: list[tuple[str, str, str]] = field(default_factory=list)  # id, type, desc
@@ -157,6 +140,7 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
     )
     facts.file_events = entries("file_events", 400)
     facts.failures = entries("failures", 400)
+    facts.session_failures = _session_failures(conn, session_id)
     # An acknowledgement ("yes", "continue") is never the request: it is noted after it.
     facts.last_prompt = latest_request([e.text for e in entries("prompt", 10)])
     summary = entries("compact_summary", 1)
@@ -203,45 +187,20 @@ def rank_files(file_events: list[Entry], limit: int = MAX_FILES) -> tuple[list[s
 
 
 def open_failures_of(facts: SessionFacts, memory: Memory | None) -> list[FailureNote]:
-    """Unresolved failures: the summarizer's memory (this session's first), then the session's
-    own failures the memory does not cover yet (it lags until the next compaction)."""
-    notes: list[FailureNote] = []
-    if memory is not None:
-        mine = [f for f in memory.failures if not f.resolved and f.session_id == facts.session_id]
-        other = [f for f in memory.failures if not f.resolved and f.session_id != facts.session_id]
-        chosen = sorted(mine, key=lambda f: -f.score) + sorted(other, key=lambda f: -f.score)
-        notes = [
-            FailureNote(
-                clean_line(f.description, 200),
-                f.tool,
-                f.count,
-                _error_gist(f.last_error),
-                clean_line(f.prevention, 200),
-            )
-            for f in chosen[:5]
-        ]
-    known = {n.description for n in notes} | {
-        f.command for f in (memory.failures if memory else [])
-    }
-    # A failure is open until a later successful call with the same command or description.
-    # Cascades (a sibling call cancelled, a user interrupt) are folded into their cause.
-    resolved: set[tuple[str, str]] = set()
-    own: dict[tuple[str, str], FailureNote] = {}
-    for e in facts.failures:  # newest first
-        key = (e.tool_name, _command(e) or e.description)
-        if e.event == "tool_result":
-            resolved.add(key)
-        elif _is_cascade(e.error):
-            continue
-        elif key not in resolved and key[1] not in known:
-            note = own.get(key)
-            if note is None:
-                own[key] = FailureNote(
-                    clean_line(key[1], 200), e.tool_name, 1, _error_gist(e.error)
-                )
-            else:
-                note.count += 1
-    return (notes + list(own.values()))[:5]
+    """The session's failures: every unresolved one (the memory's, then what the session did
+    since the memory last caught up), then a few resolved ones with what fixed them."""
+    rows = {f.signature: f for f in facts.session_failures}
+    for f in memory.failures if memory is not None else []:
+        rows.setdefault(f.signature, f)
+    return failure_notes(facts.session_id, list(rows.values()), facts.failures)
+
+
+def _session_failures(conn: sqlite3.Connection, session_id: str) -> list[Failure]:
+    try:
+        from summarizer.memory.store import session_failures
+    except ImportError:  # the memory is optional here (see writer.load_memory_or_none)
+        return []
+    return session_failures(conn, session_id)
 
 
 def build_state(
@@ -344,15 +303,3 @@ def _command(e: Entry) -> str:
     return " ".join(command.split()) if isinstance(command, str) else ""
 
 
-def _is_cascade(error: str) -> bool:
-    head = error.strip().lower()[:200]
-    return any(head.startswith(c) or c in head.split("\n", 1)[0] for c in _CASCADE)
-
-
-def _error_gist(error: str) -> str:
-    """`exit N: <first meaningful error line>`, one line."""
-    first = error.strip().split("\n", 1)[0]
-    code = first[len("Exit code ") :].strip() if first.startswith("Exit code ") else ""
-    line = first_error_line(error)
-    gist = f"exit {code}: {line}" if code and line else f"exit {code}" if code else line
-    return clean_line(gist, 240)

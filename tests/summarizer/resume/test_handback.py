@@ -507,8 +507,10 @@ def test_notes_text_is_clean_and_says_each_fact_once(tmp_path: Path) -> None:
     assert f"- {gone} (edited, not on disk now)" in text
     assert f"- {kept} (read)" in text
     failure_lines = [ln for ln in text.splitlines() if "npm" in ln and ln.startswith("- Bash")]
+    # One line: the tool once, the error once (quoted as printed), the cascade folded into it.
     assert failure_lines == [
-        '- Bash npm run build failed: exit 1: ✘ [ERROR] Could not resolve "./gone"'
+        "- Bash `npm run build` failed (exit 1) and printed: \"✘ [ERROR] Could not resolve"
+        " './gone'\" (1 parallel call cancelled with it)"
     ]
     assert "Sibling tool call errored" not in text and "Interrupted by user" not in text
     assert "ToolSearch" not in text

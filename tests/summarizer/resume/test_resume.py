@@ -173,7 +173,7 @@ def test_context_states_facts_calmly_with_memory() -> None:
         "Task in progress: Write tests.",
         "Wire the export button",
         "/p/x.py",
-        "failed 3 times",
+        "(3 times)",
         "Decision: Stream rows",
         "Constraint: Never touch",
         "Earlier work.",
