@@ -294,6 +294,7 @@ _OWN_SQL = {
     "summarizer.memory.merge",
     "summarizer.memory.store",
     "summarizer.memory.summary",
+    "summarizer.memory.supersede",
     "summarizer.memory.tables",
 }
 _SQL_TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(\w+)")

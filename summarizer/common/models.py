@@ -83,3 +83,4 @@ class Memory(msgspec.Struct):
     constraints: list[Constraint] = msgspec.field(default_factory=list)
     features: list[Feature] = msgspec.field(default_factory=list)
     watermark: int = 0  # the last entry id the memory covers
+    constraints_in_force: int = 0  # all active constraints (`constraints` holds the first ones)

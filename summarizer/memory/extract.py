@@ -33,6 +33,7 @@ from summarizer.memory.observations import (
     EditObs,
     FailureObs,
     FeatureObs,
+    GiveUpObs,
     Observation,
     RevokeObs,
     SessionTextObs,
@@ -41,6 +42,7 @@ from summarizer.memory.observations import (
     Where,
 )
 from summarizer.memory.prose import Unit, plan_parts, units
+from summarizer.memory.supersede import chosen_and_rejected, is_reversal
 
 __all__ = [
     "EDIT_TOOLS",
@@ -49,6 +51,7 @@ __all__ = [
     "EditObs",
     "FailureObs",
     "FeatureObs",
+    "GiveUpObs",
     "Observation",
     "RevokeObs",
     "SessionTextObs",
@@ -240,9 +243,13 @@ def _prompt(e: Entry, at: Where) -> list[Observation]:
     out += _decisions(own, "user", "user_prompt", at)
     for unit in own:
         s = unit.text
-        if "?" not in s and LIFT_RE.search(s) and not statements.is_complaint(s):
+        if "?" in s or statements.is_complaint(s):
+            continue
+        if LIFT_RE.search(s):
             terms = frozenset(key_terms(s))
             out.append(RevokeObs("", terms, bool(NEGATIVE_RE.search(s)), (), False, at))
+        if is_reversal(s):  # "use spaces instead of tabs": earlier tab rules and choices retire
+            out.append(GiveUpObs(chosen_and_rejected(s)[1], at))
     for rule in statements.rules_in(own):
         if LIFT_RE.search(rule):
             continue  # "you can edit X now" lifts a rule; it states none

@@ -17,6 +17,7 @@ from summarizer.memory.inject_cache import (
     TOP_FAILURES,
     decision_line,
     empty_injection,
+    more_constraints_line,
     remember_injection,
     render_injection,
 )
@@ -110,12 +111,19 @@ def build_injection(
         )
         room_tokens -= used_t
         room_chars -= used_c
+    # A constraint is never dropped silently: the injection says how many more are in force.
+    in_force = max(memory.constraints_in_force, len(memory.constraints))
+    if len(result["constraints"]) < in_force:
+        result["moreConstraints"] = in_force - len(result["constraints"])
+        line = more_constraints_line(result["moreConstraints"])
+        room_tokens -= count(line) + 2
+        room_chars -= utf16_len(line) + 1
     lines = [line for line in sanitize(summary).split("\n") if line.strip()]
     kept = pack_items(
         lines, room_tokens, count, max_chars=room_chars, truncate=cut, char_len=utf16_len
     )
     result["summary"] = "\n".join(kept)
-    return _fit(result, budget, count)
+    return _fit(result, budget, count, in_force)
 
 
 def _pack(
@@ -140,9 +148,13 @@ def _unresolved(count: int) -> str:
     return f"not resolved yet (seen {count}×)" if count > 1 else "not resolved yet"
 
 
-def _fit(result: dict[str, Any], budget: int, count: Callable[[str], int]) -> dict[str, Any]:
+def _fit(
+    result: dict[str, Any], budget: int, count: Callable[[str], int], in_force: int = 0
+) -> dict[str, Any]:
     # The guarantee: count the exact rendering and drop from the end until it fits.
     while True:
+        if in_force > len(result["constraints"]):
+            result["moreConstraints"] = in_force - len(result["constraints"])
         has_items = result["decisions"] or result["failures"] or result["constraints"]
         if not result["summary"] and not has_items:
             return empty_injection()

@@ -17,6 +17,7 @@ from summarizer.memory import extract as ex
 from summarizer.memory.failure_fold import FailureFolding
 from summarizer.memory.rank import rank_key, source_weight
 from summarizer.memory.search_docs import memory_docs
+from summarizer.memory.supersede import SupersedeFolding, chosen_and_rejected
 from summarizer.memory.tables import (
     TABLES,
     ConstraintRow,
@@ -42,7 +43,7 @@ def _merge_sources(sources: str, source: str) -> str:
     return ",".join(sorted(parts))
 
 
-class MemoryFold(FailureFolding):
+class MemoryFold(FailureFolding, SupersedeFolding):
     """The touched rows of one batch; `flush()` writes them back with the carried state."""
 
     def __init__(self, conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
@@ -55,6 +56,7 @@ class MemoryFold(FailureFolding):
         self._keys_loaded: set[str] = set()
         self._last_failure: dict[str, tuple[str, int]] = {}
         self._new_terms: list[tuple[str, str]] = []
+        self._new_decision_terms: list[tuple[str, str]] = []
         self.features: dict[str, dict[str, Any]] = {}
         self.files: dict[str, list[Any]] = {}
         self.sessions: dict[str, dict[str, Any]] = {}
@@ -107,6 +109,8 @@ class MemoryFold(FailureFolding):
             self._constraint(o)
         elif isinstance(o, ex.RevokeObs):
             self._revoke(o)
+        elif isinstance(o, ex.GiveUpObs):
+            self._retire_given_up(o.rejected, at.entry_id, at.ts_ns, "")
         elif isinstance(o, ex.FeatureObs):
             self._feature(o)
         elif isinstance(o, ex.EditObs):
@@ -153,6 +157,10 @@ class MemoryFold(FailureFolding):
         row.last_entry_id = at.entry_id
         row.session_id, row.agent_id = at.session_id, at.agent_id
         row.feature_id = row.feature_id or o.feature_id or self.current_feature
+        row.retired_ns, row.retired_by = 0, ""  # stated (again): in force
+        chosen, rejected = chosen_and_rejected(o.text)
+        self._new_decision_terms += [(t, o.key) for t in chosen]
+        self._retire_given_up(rejected, at.entry_id, at.ts_ns, o.key)
 
     def _constraint(self, o: ex.ConstraintObs) -> None:
         at = o.at
@@ -299,6 +307,10 @@ class MemoryFold(FailureFolding):
             index_memory(self.conn, memory_docs(rows))
         self.conn.executemany(
             "INSERT OR IGNORE INTO mem_constraint_terms(term, id) VALUES (?, ?)", self._new_terms
+        )
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO mem_decision_terms(term, id) VALUES (?, ?)",
+            self._new_decision_terms,
         )
         self.conn.executemany(
             "INSERT OR REPLACE INTO mem_features(id, name, category, status, started_at,"

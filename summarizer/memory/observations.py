@@ -73,6 +73,14 @@ class RevokeObs:
 
 
 @dataclass(frozen=True, slots=True)
+class GiveUpObs:
+    """A sentence of the user's that gives something up by name (summarizer.memory.supersede)."""
+
+    rejected: frozenset[str]
+    at: Where
+
+
+@dataclass(frozen=True, slots=True)
 class FeatureObs:
     feature_id: str
     name: str
@@ -110,6 +118,7 @@ Observation = (
     | SuccessObs
     | ConstraintObs
     | RevokeObs
+    | GiveUpObs
     | FeatureObs
     | EditObs
     | TodoObs

@@ -24,6 +24,7 @@ from summarizer.memory.tables import (
     DecisionRow,
     FailureRow,
     add_missing_columns,
+    has_column,
     select_list,
 )
 
@@ -33,7 +34,7 @@ log = logging.getLogger("ctxd.memory")
 # so it stays small enough to keep the daemon's peak RSS bounded.
 BATCH_ENTRIES = 2_000
 # The memory tables' layout (tables.ADDED_COLUMNS): a writer migrates an older one.
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 
 @dataclass
@@ -190,9 +191,13 @@ def _select(
 def _ranked(conn: sqlite3.Connection, table: str, limit: int, feature_id: str | None) -> list[Any]:
     # Equal ranks (statements of one message) keep the order they were stated in.
     order = "rank_key DESC, last_entry_id DESC, rowid LIMIT ?"
-    rows = _select(conn, table, "", order, (limit,))
+    # Retired decisions leave the notes (they stay in the index, searchable).
+    in_force = "retired_ns=0" if has_column(conn, table, "retired_ns") else "1"
+    rows = _select(conn, table, f"WHERE {in_force}", order, (limit,))
     if feature_id:
-        mine = _select(conn, table, "WHERE feature_id=?", order, (feature_id, limit))
+        mine = _select(
+            conn, table, f"WHERE feature_id=? AND {in_force}", order, (feature_id, limit)
+        )
         keys = {getattr(r, TABLES[table][1]) for r in mine}
         rows = mine + [r for r in rows if getattr(r, TABLES[table][1]) not in keys]
     return rows[:limit]
@@ -274,7 +279,8 @@ def load_memory(
             " ORDER BY last_entry_id DESC LIMIT 50"
         )
     ]
-    return Memory(decisions, failures, constraints, features, watermark(conn))
+    (in_force,) = conn.execute("SELECT count(*) FROM mem_constraints WHERE active=1").fetchone()
+    return Memory(decisions, failures, constraints, features, watermark(conn), int(in_force))
 
 
 def session_failures(
@@ -332,8 +338,14 @@ def count_new(conn: sqlite3.Connection, after_id: int) -> tuple[int, int]:
 
 
 def drop_orphan_terms(conn: sqlite3.Connection) -> None:
-    """Delete the search terms of constraints that are gone (after `ctxd forget`)."""
+    """Delete the terms of constraints and decisions that are gone (after `ctxd forget`)."""
     if has_memory(conn):
         conn.execute(
             "DELETE FROM mem_constraint_terms WHERE id NOT IN (SELECT id FROM mem_constraints)"
         )
+        if conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='mem_decision_terms'"
+        ).fetchone():
+            conn.execute(
+                "DELETE FROM mem_decision_terms WHERE id NOT IN (SELECT id FROM mem_decisions)"
+            )

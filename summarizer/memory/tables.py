@@ -11,7 +11,10 @@ CREATE TABLE IF NOT EXISTS mem_decisions(
     id TEXT PRIMARY KEY, decision TEXT NOT NULL, feature_id TEXT NOT NULL, sources TEXT NOT NULL,
     session_id TEXT NOT NULL, agent_id TEXT NOT NULL, first_ns INTEGER NOT NULL,
     last_ns INTEGER NOT NULL, count INTEGER NOT NULL, entry_id INTEGER NOT NULL,
-    last_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL);
+    last_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL,
+    retired_ns INTEGER NOT NULL DEFAULT 0, retired_by TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS mem_decision_terms(term TEXT NOT NULL, id TEXT NOT NULL,
+    PRIMARY KEY(term, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mem_decisions_rank ON mem_decisions(rank_key);
 CREATE INDEX IF NOT EXISTS mem_decisions_feature ON mem_decisions(feature_id, rank_key);
 CREATE INDEX IF NOT EXISTS mem_decisions_entry ON mem_decisions(entry_id);
@@ -66,6 +69,8 @@ class DecisionRow:
     entry_id: int
     last_entry_id: int
     rank_key: float = 0.0
+    retired_ns: int = 0  # when a later statement gave up what it chose (0: in force)
+    retired_by: str = ""  # the id of the decision that retired it ("" for a user's sentence)
 
 
 @dataclass(slots=True)
@@ -129,6 +134,8 @@ TABLES: dict[str, tuple[type[Any], str]] = {
 ADDED_COLUMNS = (
     ("mem_failures", "target_key", "TEXT NOT NULL DEFAULT ''"),
     ("mem_failures", "cascades", "INTEGER NOT NULL DEFAULT 0"),
+    ("mem_decisions", "retired_ns", "INTEGER NOT NULL DEFAULT 0"),
+    ("mem_decisions", "retired_by", "TEXT NOT NULL DEFAULT ''"),
 )
 ADDED_INDEXES = ("CREATE INDEX IF NOT EXISTS mem_failures_target ON mem_failures(target_key)",)
 
@@ -160,6 +167,11 @@ def select_list(conn: sqlite3.Connection, row_type: type[Any], table: str) -> st
             out.append(f"{default!r} AS {f.name}" if isinstance(default, str) else
                        f"{default} AS {f.name}")  # fmt: skip
     return ", ".join(out)
+
+
+def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    """Whether a table has a column (a reader may open an index no writer has migrated)."""
+    return column in _present(conn, table)
 
 
 def _present(conn: sqlite3.Connection, table: str) -> set[str]:

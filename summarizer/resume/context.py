@@ -6,6 +6,7 @@ from indexer.config import Config
 from summarizer.common.budget import Section, pack_sections, render_sections, utf16_len
 from summarizer.common.plain import clean_line, clean_text
 from summarizer.common.tokens import get_counter
+from summarizer.memory.inject_cache import more_constraints_line
 from summarizer.resume.failure_notes import note_lines
 from summarizer.resume.handback import NOTES_HEAD
 from summarizer.resume.state import ResumeState
@@ -20,7 +21,8 @@ _SHARES = {
     "tasks": 0.15,
     "files": 0.12,
     "failures": 0.12,
-    "memory": 0.12,
+    "constraints": 0.07,
+    "decisions": 0.05,
     "agents": 0.05,
     "calls": 0.08,
     "summary": 0.05,
@@ -73,9 +75,8 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
     # each; then a few resolved ones with what fixed them.
     open_lines, resolved_lines = note_lines(state.open_failures)
     failures = [f"- {clean_line(line, 1500)}" for line in open_lines + resolved_lines]
-    memory = [f"- Decision: {clean_line(d, 300)}" for d in state.decisions] + [
-        f"- Constraint: {clean_line(c, 300)}" for c in state.constraints
-    ]
+    constraints = [f"- {clean_line(c, 300)}" for c in state.constraints]
+    decisions = [f"- {clean_line(d, 300)}" for d in state.decisions]
     agents = [f"- {clean_line(a, 200)}" for a in state.agents_in_flight]
     # A call on a file already listed above would say that file again: only the others
     # (commands, agents, searches) are listed, with their time.
@@ -98,7 +99,9 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
             budget("failures"),
             min_items=len(open_lines),
         ),
-        Section("memory", "\nDecisions and constraints in force:", memory, budget("memory")),
+        Section("constraints", "\nThe user's constraints in force:", constraints,
+                budget("constraints")),
+        Section("decisions", "\nDecisions in force:", decisions, budget("decisions")),
         Section("agents", "\nSubagents still running:", agents, budget("agents")),
         Section("calls", "\nLast tool calls (UTC):", calls, budget("calls")),
         Section("summary", "\nClaude Code's own summary:", summary, budget("summary")),
@@ -133,8 +136,26 @@ def render_context(
         flow_to="summary",
         char_len=utf16_len,
     )
-    text = _unique_lines(render_sections(packed, sections))
-    return text, counter.count(text), utf16_len(text)
+    # A constraint is never dropped silently: the notes say how many more are in force. Its
+    # line takes the place of the last constraints kept, else of the least important lines.
+    in_force = max(state.constraints_in_force, len(state.constraints))
+    packed = {name: list(items) for name, items in packed.items()}
+    kept = packed["constraints"]
+    victims = ["summary", "calls", "agents", "decisions", "files"]
+    while True:
+        more = in_force - len(kept)
+        shown = {**packed, "constraints": kept + ([more_constraints_line(more)] if more else [])}
+        text = _unique_lines(render_sections(shown, sections))
+        tokens, chars = counter.count(text), utf16_len(text)
+        if tokens <= max_tokens and chars <= max_chars:
+            break
+        if kept:
+            kept.pop()
+        elif any(packed[v] for v in victims):
+            packed[next(v for v in victims if packed[v])].pop()
+        else:  # only the line itself is left to give up: the packed text fits without it
+            in_force = len(kept)
+    return text, tokens, chars
 
 
 def _unique_lines(text: str) -> str:

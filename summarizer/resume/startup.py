@@ -7,6 +7,7 @@ from collections.abc import Callable
 from indexer import write_atomic
 from indexer.paths import StatePaths
 from summarizer.common.plain import clean_line
+from summarizer.memory.inject_cache import more_constraints_line
 from summarizer.resume.failure_notes import note_lines
 from summarizer.resume.files import STARTUP_FILE
 from summarizer.resume.state import ResumeState
@@ -22,34 +23,50 @@ def render_startup(
     """What a new session of this project should know, or "" when nothing is open (pure).
 
     Only what is still in force: the last session's open tasks, its unresolved failures and
-    the active constraints. Lines are added in that order while they fit `max_tokens`.
+    the active constraints. Lines are added in that order while they fit `max_tokens`; a
+    constraint that does not fit is counted in a last line, never dropped silently.
     """
-    sections = [
-        (
-            "Open tasks:",
-            [f"- [{t.status.replace('_', ' ')}] {t.content}" for t in state.open_todos],
-        ),
-        ("Failures not yet resolved:", [f"- {x}" for x in note_lines(state.open_failures)[0]]),
-        ("Constraints in force:", [f"- {c}" for c in state.constraints]),
-    ]
-    if not any(items for _, items in sections):
+    tasks = [f"- [{t.status.replace('_', ' ')}] {t.content}" for t in state.open_todos]
+    failures = [f"- {x}" for x in note_lines(state.open_failures)[0]]
+    rules = [f"- {c}" for c in state.constraints]
+    in_force = max(state.constraints_in_force, len(state.constraints))
+    if not (tasks or failures or rules or in_force):
         return ""
     title = f'"{state.title}"' if state.title else "(untitled)"
-    text = (
+    head = (
         f"ctxd project memory: left open by session {title} ({state.session_id[:8]}), "
         f"recorded {state.created_at[:16].replace('T', ' ')} UTC."
     )
-    if count(text) > max_tokens:
+    if count(head) > max_tokens:
         return ""
-    for head, items in sections:
-        added = False
+    blocks: list[tuple[str, list[str]]] = []
+
+    def render(extra: list[str] | None = None) -> str:
+        parts = [head]
+        for name, lines in blocks:
+            shown = lines + (extra or []) if name == "Constraints in force:" else lines
+            if shown:
+                parts.append(f"\n{name}\n" + "\n".join(shown))
+        return "\n".join(parts)
+
+    for name, items in (("Open tasks:", tasks), ("Failures not yet resolved:", failures),
+                        ("Constraints in force:", rules)):  # fmt: skip
+        kept: list[str] = []
+        blocks.append((name, kept))
         for item in items:
-            line = clean_line(item, 300)
-            candidate = text + ("" if added else f"\n\n{head}") + "\n" + line
-            if count(candidate) > max_tokens:
+            kept.append(clean_line(item, 300))
+            if count(render()) > max_tokens:
+                kept.pop()
                 break
-            text, added = candidate, True
-    return text + "\n"
+    shown = blocks[-1][1]
+    while len(shown) < in_force:
+        line = more_constraints_line(in_force - len(shown))
+        if count(render([line])) <= max_tokens:
+            return render([line]) + "\n"
+        if not shown:
+            break  # no room even for that line: the memory is full of open work
+        shown.pop()
+    return render() + "\n"
 
 
 def write_startup(paths: StatePaths, text: str) -> None:

@@ -95,6 +95,7 @@ class ResumeState(msgspec.Struct):
     decisions: list[str] = msgspec.field(default_factory=list)
     constraints: list[str] = msgspec.field(default_factory=list)
     agents_in_flight: list[str] = msgspec.field(default_factory=list)
+    constraints_in_force: int = 0  # all of them; `constraints` holds the first ones
     next_action: str = ""
     compact_summary: str = ""
     watermark: int = 0  # the last entry id of the session this state covers
@@ -230,7 +231,7 @@ def build_state(
         ]
         ranked = sorted(stated, key=lambda d: -d.score)
         decisions = [clean_line(d.decision, 300) for d in ranked[:5]]
-        constraints = [c.description for c in memory.constraints if c.active][:10]
+        constraints = [c.description for c in memory.constraints if c.active]
     calls = [
         ToolCall(
             tool=e.tool_name,
@@ -263,6 +264,7 @@ def build_state(
         open_failures=open_failures_of(facts, memory),
         decisions=decisions,
         constraints=constraints,
+        constraints_in_force=max(memory.constraints_in_force if memory else 0, len(constraints)),
         agents_in_flight=agents,
         next_action=_clip(clean_text(facts.last_prompt).strip(), 2000),
         compact_summary=clean_text(unwrap_summary(facts.compact_summary)),

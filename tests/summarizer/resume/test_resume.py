@@ -174,8 +174,8 @@ def test_context_states_facts_calmly_with_memory() -> None:
         "Wire the export button",
         "/p/x.py",
         "(3 times)",
-        "Decision: Stream rows",
-        "Constraint: Never touch",
+        "Decisions in force:\n- Stream rows",
+        "The user's constraints in force:\n- Never touch",
         "Earlier work.",
     ):
         assert part in text
