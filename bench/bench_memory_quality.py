@@ -5,6 +5,9 @@ the checkout) into a temporary state directory, compacts it as `ctxd compact` do
 prints the precision and recall of the constraints and decisions the memory holds against
 tests/data/memory/corpus-labels/labels.toml, with every wrong, unlabelled and missed item.
 Goals: constraint precision >= 95 %, decision precision >= 90 %, recall >= 90 % for both.
+Then the notes each corpus session would get back after /compact (each project imported into a
+state directory of its own): their average size, each section's share, and how many of each
+session's unresolved failures they name.
 
 python bench/bench_memory_quality.py
 """
@@ -19,7 +22,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from memory_labels import TRANSCRIPTS, corpus_memory, load_labels, score, table  # noqa: E402
+from memory_labels import (  # noqa: E402
+    TRANSCRIPTS,
+    corpus_handbacks,
+    corpus_memory,
+    handback_table,
+    load_labels,
+    score,
+    table,
+)
 
 
 def main() -> int:
@@ -28,9 +39,12 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         items = corpus_memory(Path(tmp) / "state")
+        backs = corpus_handbacks(Path(tmp) / "projects")
     labels = load_labels()
     print(f"{len(labels)} labels, {len(items)} constraints and decisions remembered")
     print(table(score(items, labels)))
+    print()
+    print(handback_table(backs))
     return 0
 
 

@@ -19,7 +19,11 @@ from typing import Any
 from helpers import CORPUS, REPO, import_transcripts
 
 from indexer import history
+from indexer.config import Config
+from indexer.paths import StatePaths
+from summarizer.common.tokens import get_counter
 from summarizer.memory.store import compact
+from summarizer.resume import writer as resume
 
 LABELS = REPO / "tests" / "data" / "memory" / "corpus-labels" / "labels.toml"
 TRANSCRIPTS = CORPUS / "transcripts"
@@ -94,6 +98,107 @@ def corpus_memory(state_dir: Path) -> list[Item]:
         return list(_items(conn))
     finally:
         conn.close()
+
+
+# The notes' sections by the first words of their header line (the first block leads).
+SECTIONS = {
+    "Open tasks:": "tasks",
+    "Files worked on lately": "files",
+    "Failures, unresolved first:": "failures",
+    "The user's constraints in force:": "constraints",
+    "Decisions in force:": "decisions",
+    "Subagents still running:": "agents",
+    "Last tool calls (UTC):": "calls",
+    "Where to pick up": "pickup",
+}
+
+
+@dataclass
+class Handback:
+    """The notes one corpus session would get back after /compact."""
+
+    session_id: str
+    text: str
+    tokens: int
+    sections: dict[str, int]  # tokens per section
+    open_failures: int  # distinct unresolved failures the memory holds for the session
+    open_failures_shown: int  # of which the notes name
+
+
+def corpus_handbacks(root: Path) -> list[Handback]:
+    """The notes of every corpus session, each project (a folder of the corpus's transcripts)
+    imported into a state directory of its own under `root`, as `ctxd import` in it would."""
+    out = []
+    for project in sorted(p for p in TRANSCRIPTS.iterdir() if p.is_dir()):
+        state_dir = root / project.name / "state"
+        import_transcripts(state_dir, sorted(project.rglob("*.jsonl")))
+        conn = history.connect(state_dir / "index.db")
+        try:
+            compact(conn)
+        finally:
+            conn.close()
+        out += _handbacks(state_dir)
+    return out
+
+
+def _handbacks(state_dir: Path) -> list[Handback]:
+    config = Config()
+    count = get_counter(config.summarizer.encoding).count
+    paths = StatePaths(state_dir)
+    conn = history.connect(state_dir / "index.db")
+    out = []
+    try:
+        sessions = [str(r[0]) for r in conn.execute("SELECT session_id FROM sessions")]
+        for sid in sorted(sessions):
+            state = resume.update_session(conn, paths, config, sid, "pre_compact")
+            text = (paths.resume / sid / resume.CONTEXT_FILE).read_text(encoding="utf-8")
+            commands = [
+                str(r[0])[:30]
+                for r in conn.execute(
+                    "SELECT command FROM mem_failures WHERE session_id=?"
+                    " AND resolved_entry_id < last_entry_id",
+                    (sid,),
+                )
+            ]
+            shown = sum(1 for c in commands if " ".join(c.split())[:30] in " ".join(text.split()))
+            sections = {
+                name: sum(count(b) for b in _blocks(text, name)) for name in _section_names()
+            }
+            out.append(Handback(sid, text, state.context_tokens, sections, len(commands), shown))
+    finally:
+        conn.close()
+    return out
+
+
+def _section_names() -> list[str]:
+    return ["lead", *SECTIONS.values()]
+
+
+def _blocks(text: str, name: str) -> list[str]:
+    blocks = text.split("\n\n")
+    if name == "lead":
+        return blocks[:1]
+    return [b for b in blocks[1:] if SECTIONS.get(_header(b)) == name]
+
+
+def _header(block: str) -> str:
+    first = block.split("\n", 1)[0]
+    return next((h for h in SECTIONS if first.startswith(h)), "")
+
+
+def handback_table(backs: list[Handback]) -> str:
+    """Average tokens per hand-back and each section's share of them."""
+    n = len(backs) or 1
+    total = sum(b.tokens for b in backs) / n
+    lines = [f"{len(backs)} hand-backs, {total:.0f} tokens on average (max "
+             f"{max((b.tokens for b in backs), default=0)})"]  # fmt: skip
+    for name in _section_names():
+        avg = sum(b.sections[name] for b in backs) / n
+        lines.append(f"  {name:<12} {avg:6.0f} tokens  {avg / total if total else 0:6.1%}")
+    open_total = sum(b.open_failures for b in backs)
+    shown = sum(b.open_failures_shown for b in backs)
+    lines.append(f"unresolved failures named in their session's notes: {shown} of {open_total}")
+    return "\n".join(lines)
 
 
 def _items(conn: Any) -> Iterator[Item]:

@@ -14,6 +14,7 @@ __all__ = [
     "command_head",
     "describe_failure",
     "failure_line",
+    "is_check",
     "quoted",
     "resolves",
     "target_of",
@@ -54,6 +55,26 @@ _TOKEN = re.compile(r"""'[^']*'|"(?:\\.|[^"\\])*"|\S+""")
 _CHAIN = re.compile(r"\s*(?:&&|\|\||;)\s*")
 _PIPE = re.compile(r"\s+\|\s+|\s*\|(?!\|)\s*")
 _REDIRECT = re.compile(r"^\d*[<>]|^&>")
+
+
+# A command that checks the work: a test runner, a build, a linter or a type checker.
+_CHECK_PROGRAMS = frozenset(
+    {"tsc", "eslint", "ruff", "mypy", "pyright", "flake8", "pylint", "make", "tox", "nox",
+     "biome", "prettier", "black", "golangci-lint", "ctest", "phpstan", "rubocop"}
+)  # fmt: skip
+_CHECK_WORDS = frozenset(
+    {"build", "test", "tests", "lint", "check", "typecheck", "type-check", "vet", "clippy",
+     "verify", "ci", "compile"}
+)  # fmt: skip
+
+
+def is_check(head: str) -> bool:
+    """Whether a command head (see command_head) checks the work: tests, a build, a linter."""
+    words = head.split()
+    if not words:
+        return False
+    runner = any(head == r or head.startswith(r + " ") for r in _TEST_RUNNERS)
+    return runner or words[0] in _CHECK_PROGRAMS or any(w in _CHECK_WORDS for w in words[1:3])
 
 
 def cascade_kind(error: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from indexer.config import Config
 from summarizer.common.budget import Section, pack_sections, render_sections, utf16_len
-from summarizer.common.plain import clean_line, clean_text
+from summarizer.common.plain import clean_line
 from summarizer.common.tokens import get_counter
 from summarizer.memory.inject_cache import more_constraints_line
 from summarizer.resume.failure_notes import note_lines
@@ -25,8 +25,9 @@ _SHARES = {
     "decisions": 0.05,
     "agents": 0.05,
     "calls": 0.08,
-    "summary": 0.05,
+    "pickup": 0.08,
 }
+PICKUP_HEAD = "\nWhere to pick up (suggestions from the record):"
 _TRIGGER_WORDS = {
     "pre_compact": "just before the conversation was compacted",
     "session_end": "when the session ended",
@@ -66,8 +67,10 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
         if current is None or t.content != current.content
     ]
     edited, missing = set(state.edited_files), set(state.missing_files)
+    root = state.project_dir.rstrip("/")
+    under = root and any(p.startswith(root + "/") for p in state.files_to_load)
     files = [
-        f"- {path} ({'edited' if path in edited else 'read'}"
+        f"- {_shown_path(path, root)} ({'edited' if path in edited else 'read'}"
         + (", not on disk now)" if path in missing else ")")
         for path in state.files_to_load
     ]
@@ -82,16 +85,20 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
     # (commands, agents, searches) are listed, with their time.
     listed = set(state.files_to_load)
     calls = [
-        f"- {c.timestamp[11:19]} {c.tool or 'tool'} {_target(c.tool, c.file)}"
+        f"- {c.timestamp[11:19]} {c.tool or 'tool'} {_target(c.tool, _shown_path(c.file, root))}"
         + ("" if c.ok else " (failed)")
         for c in state.last_tool_calls
         if c.file not in listed
     ]
-    summary = [s for s in (clean_text(state.compact_summary).strip(),) if s]
+    # Claude Code's own compaction summary is not repeated: the conversation holds it already.
+    pickup = _pickup(state, root)
+    files_head = f"\nFiles worked on lately (paths under {root}):" if under else (
+        "\nFiles worked on lately:"
+    )
     return [
         Section("lead", "", lead, budget("lead"), min_items=len(lead)),
         Section("tasks", "\nOpen tasks:", tasks, budget("tasks")),
-        Section("files", "\nFiles worked on lately:", files, budget("files")),
+        Section("files", files_head, files, budget("files")),
         Section(
             "failures",
             "\nFailures, unresolved first:",
@@ -104,8 +111,29 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
         Section("decisions", "\nDecisions in force:", decisions, budget("decisions")),
         Section("agents", "\nSubagents still running:", agents, budget("agents")),
         Section("calls", "\nLast tool calls (UTC):", calls, budget("calls")),
-        Section("summary", "\nClaude Code's own summary:", summary, budget("summary")),
+        Section("pickup", PICKUP_HEAD, pickup, budget("pickup"), min_items=len(pickup)),
     ]
+
+
+def _shown_path(path: str, root: str) -> str:
+    return path[len(root) + 1 :] if root and path.startswith(root + "/") else path
+
+
+def _pickup(state: ResumeState, root: str) -> list[str]:
+    """Where the work stood, as suggestions drawn from the record (never orders)."""
+    out = []
+    if state.last_check:
+        when = state.last_check_at[11:16]
+        fate = "failed; running it again shows whether the fix holds" if state.last_check_failed \
+            else "passed"  # fmt: skip
+        out.append(f"- The last check was `{clean_line(state.last_check, 120)}` ({when} UTC):"
+                   f" it {fate}.")  # fmt: skip
+    reread = [_shown_path(p, root) for p in state.edited_files if p not in state.missing_files]
+    if reread:
+        out.append(f"- Files to re-read first: {', '.join(reread[:3])}.")
+    if state.current_task is None and state.open_todos:  # (the task in progress leads)
+        out.append(f"- The next open task: {clean_line(state.open_todos[0].content, 200)}.")
+    return out
 
 
 def _target(tool: str, target: str) -> str:
@@ -133,7 +161,7 @@ def render_context(
         counter.count,
         max_chars=max_chars,
         truncate=_cut,
-        flow_to="summary",
+        flow_to="calls",
         char_len=utf16_len,
     )
     # A constraint is never dropped silently: the notes say how many more are in force. Its
@@ -141,7 +169,7 @@ def render_context(
     in_force = max(state.constraints_in_force, len(state.constraints))
     packed = {name: list(items) for name, items in packed.items()}
     kept = packed["constraints"]
-    victims = ["summary", "calls", "agents", "decisions", "files"]
+    victims = ["calls", "agents", "decisions", "files"]
     while True:
         more = in_force - len(kept)
         shown = {**packed, "constraints": kept + ([more_constraints_line(more)] if more else [])}

@@ -12,6 +12,7 @@ import msgspec
 from indexer import EDIT_TOOLS, history, iso_utc, query
 from indexer.models import Entry
 from summarizer.common.acks import latest_request
+from summarizer.common.failures import command_head, is_check
 from summarizer.common.models import Failure, Memory
 from summarizer.common.plain import (
     clean_line,
@@ -96,6 +97,10 @@ class ResumeState(msgspec.Struct):
     constraints: list[str] = msgspec.field(default_factory=list)
     agents_in_flight: list[str] = msgspec.field(default_factory=list)
     constraints_in_force: int = 0  # all of them; `constraints` holds the first ones
+    project_dir: str = ""  # the notes show paths under it relative to it
+    last_check: str = ""  # the last command that checked the work (tests, a build, a linter)
+    last_check_failed: bool = False
+    last_check_at: str = ""
     next_action: str = ""
     compact_summary: str = ""
     watermark: int = 0  # the last entry id of the session this state covers
@@ -270,7 +275,23 @@ def build_state(
         compact_summary=clean_text(unwrap_summary(facts.compact_summary)),
         watermark=facts.watermark,
         covers_ns=facts.covers_ns,
+        project_dir=project_dir,
+        **_last_check(facts.failures),
     )
+
+
+def _last_check(calls: list[Entry]) -> dict[str, Any]:
+    """The newest command among `calls` (newest first) that checked the work, and its fate."""
+    for e in calls:
+        command = _command(e)
+        if command and is_check(command_head(command)):
+            failed = e.event == "tool_failure" or bool(e.error)
+            return {
+                "last_check": _clip(command, 160),
+                "last_check_failed": failed,
+                "last_check_at": iso_utc(e.ts_ns),
+            }
+    return {}
 
 
 def _title_from(conn: sqlite3.Connection, session_id: str, first_prompt: str) -> str:

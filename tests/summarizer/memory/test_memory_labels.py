@@ -13,7 +13,9 @@ from memory_labels import (
     KINDS,
     TRANSCRIPTS,
     Item,
+    corpus_handbacks,
     corpus_memory,
+    handback_table,
     label_is_in_its_line,
     load_labels,
     score,
@@ -48,3 +50,12 @@ def test_precision_and_recall_reach_the_goals(items: list[Item]) -> None:
         assert s.positives >= 8, f"too few {kind} labels to measure anything"
         assert s.precision >= MIN_PRECISION[kind], table(scores)
         assert s.recall >= MIN_RECALL, table(scores)
+
+
+def test_corpus_hand_backs_are_small_and_name_every_unresolved_failure(tmp_path: Path) -> None:
+    backs = corpus_handbacks(tmp_path)
+    print("\n" + handback_table(backs))
+    assert len(backs) >= 10
+    assert sum(b.tokens for b in backs) / len(backs) <= 800, handback_table(backs)
+    assert all(b.open_failures_shown == b.open_failures for b in backs), handback_table(backs)
+    assert all("own summary" not in b.text for b in backs)

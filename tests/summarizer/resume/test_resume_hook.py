@@ -75,8 +75,10 @@ def _assert_resume_output(stdout: bytes, project: Path) -> str:
     text = out["additionalContext"]
     assert 0 < len(text.encode("utf-16-le")) // 2 <= MAX_CHARS
     assert IN_PROGRESS_TASK in text
+    # Paths under the project are shown relative to it, the project named once.
+    assert f"Files worked on lately (paths under {project}):" in text
     for edited in ("web/reports.html", "src/export.py", "src/reports.py"):
-        assert str(project / edited) in text
+        assert f"- {edited} (edited" in text
     for alarm in ("MUST", "CRITICAL", "MANDATORY", "🚨"):
         assert alarm not in text
     return str(text)
