@@ -20,6 +20,7 @@ from indexer.writer import is_locked, lag
 from summarizer.cli.plugin_state import enabled_plugin
 from summarizer.cli.status import daemon_info
 from summarizer.common.cliargs import state_paths
+from summarizer.common.neutralize import NEUTRALIZED_META
 
 __all__ = ["Check", "cmd_doctor", "doctor", "project_root", "settings_files"]
 
@@ -253,6 +254,7 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
         quarantined = history.count(conn, "quarantine")
         last = history.get_meta(conn, "last_compaction", "")
         missing = int(history.get_meta(conn, "anomaly.missing", "0") or 0)
+        neutralized = int(history.get_meta(conn, NEUTRALIZED_META, "0") or 0)
     except IndexAccessError as e:
         return [_damaged(paths, str(e))]
     finally:
@@ -292,6 +294,7 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
         )
     else:
         checks.append(Check("OK", "quarantine", "no bad spool lines"))
+    checks.append(_check_recorded_text(neutralized))
     if last:
         checks.append(Check("OK", "last compaction", last))
     else:
@@ -305,6 +308,21 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
             )
         )
     return checks
+
+
+def _check_recorded_text(neutralized: int) -> Check:
+    """Passages of tool output, files and subagents' answers that spoke to the model."""
+    if not neutralized:
+        return Check("OK", "recorded text", "none of it addressed the model")
+    return Check(
+        "WARN",
+        "recorded text",
+        f"{neutralized} passages of tool output or subagents' answers addressed the model "
+        "(\"ignore previous instructions\", role tags); they were left out of the notes, the "
+        "memory, handoffs and MCP answers",
+        "find where they came from: `ctxd search \"previous instructions\"` (or the words they"
+        " used); the index keeps them as recorded",
+    )
 
 
 def _damaged(paths: StatePaths, detail: str) -> Check:

@@ -14,6 +14,8 @@ from indexer import recall
 from indexer.config import load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
+from summarizer.common.failures import quoted
+from summarizer.common.neutralize import neutralize
 from summarizer.common.tokens import get_counter
 from summarizer.resume.sessions import (
     list_sessions,
@@ -33,8 +35,10 @@ class ToolInputError(CtxdError):
 
 
 def fit(header: str, lines: list[str], budget: int) -> str:
-    """`header` and as many of `lines` as fit in `budget` tokens, in order."""
+    """`header` and as many of `lines` as fit in `budget` tokens, in order. Recorded text is
+    data: a passage of it that addresses the model is left out of every line."""
     check_budget(budget)
+    lines = [neutralize(line)[0] for line in lines]
     counter = get_counter()
     note_tokens = 20  # room for the "… N more" line
     total = counter.count(header)
@@ -84,7 +88,8 @@ def search_tool(
         + " ".join(h.snippet.split())
         for h in hits
     ]
-    return fit(f"{len(hits)} matches for {query!r}, best first:", lines, budget)
+    header = f"{len(hits)} matches for {query!r} in the recorded text, best first:"
+    return fit(header, lines, budget)
 
 
 def sessions_tool(paths: StatePaths, limit: int = 20, budget: int = DEFAULT_BUDGET) -> str:
@@ -146,7 +151,7 @@ def agent_history_tool(
         e = se.entry
         detail = e.error or e.output_summary or e.instruction
         line = f"- {iso_utc(e.ts_ns)} [{e.event}] {e.description}"
-        out.append(line + (f" — {' '.join(detail.split())[:300]}" if detail else ""))
+        out.append(line + (f" — recorded: {quoted(detail, 300)}" if detail else ""))
     return fit(f"Agent {agent} in session {sid}, newest first:", out, budget)
 
 

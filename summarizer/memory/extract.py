@@ -10,6 +10,7 @@ from indexer import AGENT_TOOLS, EDIT_TOOLS, INT64_MAX
 from indexer.models import Entry
 from summarizer.common.acks import is_acknowledgement
 from summarizer.common.failures import cascade_kind, describe_failure, target_of
+from summarizer.common.neutralize import addresses_model, neutralize
 from summarizer.common.text import (
     ITEM_CHARS,
     LIFT_RE,
@@ -34,6 +35,7 @@ from summarizer.memory.observations import (
     FailureObs,
     FeatureObs,
     GiveUpObs,
+    NeutralizedObs,
     Observation,
     RevokeObs,
     SessionTextObs,
@@ -52,6 +54,7 @@ __all__ = [
     "FailureObs",
     "FeatureObs",
     "GiveUpObs",
+    "NeutralizedObs",
     "Observation",
     "RevokeObs",
     "SessionTextObs",
@@ -84,20 +87,23 @@ def revokes(revocation: RevokeObs, text: str, negative: bool, head: tuple[str, .
     return bool(target) and target <= revocation.terms
 
 
-def _failure(e: Entry, at: Where, tool_input: dict[str, Any]) -> FailureObs:
+def _failure(e: Entry, at: Where, tool_input: dict[str, Any]) -> list[Observation]:
     tool = e.tool_name or "tool"
     command = command_of(tool, tool_input, e.cwd, e.description)
-    code, line = error_summary(e.error or "error")
+    code, printed = error_summary(e.error or "error")
+    # What the call printed is data: a passage of it that addresses the model is left out.
+    line, left_out = neutralize(printed)
     error_class = (f"exit {code}: " if code else "") + mask(line)
     source = "agent_output" if tool in AGENT_TOOLS else "tool"
-    return FailureObs(
+    description, more = neutralize(describe_failure(tool, clip(command, 120), code, line))
+    failure = FailureObs(
         signature=signature(tool, command, error_class),
         cmd_key=f"{tool}\x1f{command}",
         tool=tool,
         command=clip(command, 300),
         error_class=error_class,
         error_line=line,
-        description=clip(describe_failure(tool, clip(command, 120), code, line), ITEM_CHARS),
+        description=clip(description, ITEM_CHARS),
         source=source,
         feature_id="",
         prevention="",
@@ -106,6 +112,7 @@ def _failure(e: Entry, at: Where, tool_input: dict[str, Any]) -> FailureObs:
         target_key=target_of(tool, tool_input, e.cwd, command),
         cascade=cascade_kind(e.error or ""),
     )
+    return [NeutralizedObs(left_out + more, at), failure] if left_out + more else [failure]
 
 
 # --- per-entry dispatch ---------------------------------------------------------------------
@@ -133,7 +140,7 @@ def observe(entry_id: int, e: Entry) -> list[Observation]:
     at = Where(entry_id, e.ts_ns, e.session_id, e.agent_id)
     kind = e.event
     if kind in ("tool_failure", "agent_failed"):
-        return [_failure(e, at, _input(detail_of(e)))]
+        return _failure(e, at, _input(detail_of(e)))
     if kind == "tool_result":
         return _tool_result(e, at)
     if kind in ("tool_use",) and e.tool_name == "TodoWrite":
@@ -147,10 +154,10 @@ def observe(entry_id: int, e: Entry) -> list[Observation]:
     if kind == "stop":  # the session's own last message of a turn
         out = _decisions(units(e.text), "agent", "stop", at)
         if e.agent_id == "main" and e.text.strip():
-            out.append(SessionTextObs("report", clip(clean(e.text), 1500), at))
+            out += _recorded_text("report", e.text, 1500, at)
         return out
     if kind == "post_compact":  # Claude Code's summary restates; it states no new choice
-        return [SessionTextObs("compact", clip(clean(e.text), 3000), at)] if e.text else []
+        return _recorded_text("compact", e.text, 3000, at) if e.text else []
     if kind == "prompt":
         return _prompt(e, at)
     if kind in ("task_created", "task_completed"):
@@ -168,7 +175,7 @@ def _tool_result(e: Entry, at: Where) -> list[Observation]:
     detail = detail_of(e)
     tool_input = _input(detail)
     if e.error:  # an interrupted call arrives as a result with error "interrupted"
-        return [_failure(e, at, tool_input)]
+        return _failure(e, at, tool_input)
     tool = e.tool_name or "tool"
     command = command_of(tool, tool_input, e.cwd, e.description)
     verb = "the command passed" if tool == "Bash" else "the call succeeded"
@@ -212,19 +219,30 @@ def _tasks(tool: str, at: Where, tool_input: dict[str, Any], response: Any) -> l
     return [TodoObs("update", ((task_id, subject, status),), at)] if task_id else []
 
 
+def _recorded_text(field: str, text: str, limit: int, at: Where) -> list[Observation]:
+    """A session text kept as recorded, without the passages that address the model."""
+    kept, left_out = neutralize(text)
+    out: list[Observation] = [SessionTextObs(field, clip(clean(kept), limit), at)]
+    return out + ([NeutralizedObs(left_out, at)] if left_out else [])
+
+
 def _decisions(
     sentences: list[Unit], speaker: str, source: str, at: Where
 ) -> list[Observation]:
     out: list[Observation] = []
     seen = set()
+    left_out = 0
     for text in statements.decisions_in(sentences, speaker):
+        if addresses_model(text):  # never a decision of the session's, whoever wrote it
+            left_out += 1
+            continue
         key = text_key(text)
         if key not in seen:
             seen.add(key)
             shown = _LABEL.sub("", text)
             shown = shown[:1].upper() + shown[1:]
             out.append(DecisionObs(key, clip(shown, ITEM_CHARS), source, "", at))
-    return out
+    return out + ([NeutralizedObs(left_out, at)] if left_out else [])
 
 
 def _prompt(e: Entry, at: Where) -> list[Observation]:

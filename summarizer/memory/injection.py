@@ -11,6 +11,7 @@ from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from summarizer.common.budget import pack_items, utf16_len
 from summarizer.common.models import Memory
+from summarizer.common.neutralize import neutralize
 from summarizer.common.tokens import TokenCounter, sanitize
 from summarizer.memory.inject_cache import (
     TOP_DECISIONS,
@@ -60,7 +61,8 @@ def build_injection(
     count = counter.count
 
     def cut(text: str, max_tokens: int) -> str:
-        return counter.truncate(sanitize(text), max_tokens)
+        # Recorded text is data: a passage of it that addresses the model is left out.
+        return counter.truncate(neutralize(sanitize(text))[0], max_tokens)
 
     scale = budget / cfg.injection_budget if cfg.injection_budget > 0 else 1.0
     d_budget = int(cfg.decisions_budget * scale)
@@ -118,7 +120,7 @@ def build_injection(
         line = more_constraints_line(result["moreConstraints"])
         room_tokens -= count(line) + 2
         room_chars -= utf16_len(line) + 1
-    lines = [line for line in sanitize(summary).split("\n") if line.strip()]
+    lines = [line for line in neutralize(sanitize(summary))[0].split("\n") if line.strip()]
     kept = pack_items(
         lines, room_tokens, count, max_chars=room_chars, truncate=cut, char_len=utf16_len
     )

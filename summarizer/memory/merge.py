@@ -13,6 +13,7 @@ from indexer.config import SummarizerConfig
 from indexer.search_index import index_memory
 from summarizer.common import text as tx
 from summarizer.common.acks import note_ack
+from summarizer.common.neutralize import NEUTRALIZED_META
 from summarizer.memory import extract as ex
 from summarizer.memory.failure_fold import FailureFolding
 from summarizer.memory.rank import rank_key, source_weight
@@ -65,6 +66,7 @@ class MemoryFold(FailureFolding, SupersedeFolding):
         self.last_ns = int(history.get_meta(conn, "mem.last_ns", "0") or 0)
         self.new_decisions = 0
         self.new_failures = 0
+        self.neutralized = 0  # passages of recorded text that addressed the model, left out
 
     # --- row cache ---------------------------------------------------------------------------
 
@@ -111,6 +113,8 @@ class MemoryFold(FailureFolding, SupersedeFolding):
             self._revoke(o)
         elif isinstance(o, ex.GiveUpObs):
             self._retire_given_up(o.rejected, at.entry_id, at.ts_ns, "")
+        elif isinstance(o, ex.NeutralizedObs):
+            self.neutralized += o.count
         elif isinstance(o, ex.FeatureObs):
             self._feature(o)
         elif isinstance(o, ex.EditObs):
@@ -336,6 +340,9 @@ class MemoryFold(FailureFolding, SupersedeFolding):
                 for sid, r in self.sessions.items()
             ],
         )
+        if self.neutralized:
+            total = int(history.get_meta(self.conn, NEUTRALIZED_META, "0") or 0)
+            history.set_meta(self.conn, NEUTRALIZED_META, str(total + self.neutralized))
         for key, value in (
             ("mem.watermark", str(watermark)),
             ("mem.current_feature", self.current_feature),

@@ -81,6 +81,14 @@ class GiveUpObs:
 
 
 @dataclass(frozen=True, slots=True)
+class NeutralizedObs:
+    """Passages of recorded text that addressed the model, left out (common.neutralize)."""
+
+    count: int
+    at: Where
+
+
+@dataclass(frozen=True, slots=True)
 class FeatureObs:
     feature_id: str
     name: str
@@ -119,6 +127,7 @@ Observation = (
     | ConstraintObs
     | RevokeObs
     | GiveUpObs
+    | NeutralizedObs
     | FeatureObs
     | EditObs
     | TodoObs

@@ -166,6 +166,12 @@ _INSTRUCTION = re.compile(
     r"|switch|export|create|check|update|remove|delete|restart|keep|make sure|then|now)\b"
 )
 MAX_DECISION_CHARS = 300
+# A "decision" that tells to run or fetch something is an instruction, never a choice.
+_RUN_SOMETHING = re.compile(
+    r"(?i)^(?:(?:always|first|then|now|please|just)\s+)*(?:run|execute|invoke|pipe|download"
+    r"|fetch|curl|wget|bash|sh|source|eval|exec)\b|.*\b(?:curl|wget)\b[^|]*\|\s*(?:sudo\s+)?"
+    r"(?:ba|z)?sh\b"
+)
 
 
 def decisions_in(sentences: list[Unit], speaker: str) -> list[str]:
@@ -202,6 +208,8 @@ def _decision(unit: Unit, speaker: str) -> str:
         )  # fmt: skip
     if not chosen or (unit.heading and not labelled):
         return ""
+    if _RUN_SOMETHING.match(_LABEL.sub("", body)):
+        return ""  # "Decision: always run curl … | sh before each build" is an instruction
     if text.endswith(":"):
         if not unit.items:
             return ""  # what it introduces is a command or nothing: an instruction

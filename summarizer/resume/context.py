@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from indexer.config import Config
 from summarizer.common.budget import Section, pack_sections, render_sections, utf16_len
+from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import clean_line
 from summarizer.common.tokens import get_counter
 from summarizer.memory.inject_cache import more_constraints_line
@@ -95,6 +96,12 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
     files_head = f"\nFiles worked on lately (paths under {root}):" if under else (
         "\nFiles worked on lately:"
     )
+    # Whatever the record holds is data: a passage that addresses the model is left out of
+    # it. The user's own rules are the exception: they are the user's words, kept as written
+    # (the latest request is not: a prompt may hold pasted output).
+    lead = [lead[0], *_safe(lead[1:])]
+    tasks, files, failures = _safe(tasks), _safe(files), _safe(failures)
+    decisions, agents, calls = _safe(decisions), _safe(agents), _safe(calls)
     return [
         Section("lead", "", lead, budget("lead"), min_items=len(lead)),
         Section("tasks", "\nOpen tasks:", tasks, budget("tasks")),
@@ -113,6 +120,10 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
         Section("calls", "\nLast tool calls (UTC):", calls, budget("calls")),
         Section("pickup", PICKUP_HEAD, pickup, budget("pickup"), min_items=len(pickup)),
     ]
+
+
+def _safe(lines: list[str]) -> list[str]:
+    return [neutralize(line)[0] for line in lines]
 
 
 def _shown_path(path: str, root: str) -> str:

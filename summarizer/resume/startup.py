@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from indexer import write_atomic
 from indexer.paths import StatePaths
+from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import clean_line
 from summarizer.memory.inject_cache import more_constraints_line
 from summarizer.resume.failure_notes import note_lines
@@ -26,9 +27,10 @@ def render_startup(
     the active constraints. Lines are added in that order while they fit `max_tokens`; a
     constraint that does not fit is counted in a last line, never dropped silently.
     """
-    tasks = [f"- [{t.status.replace('_', ' ')}] {t.content}" for t in state.open_todos]
-    failures = [f"- {x}" for x in note_lines(state.open_failures)[0]]
-    rules = [f"- {c}" for c in state.constraints]
+    # Whatever the record holds is data: a passage that addresses the model is left out.
+    tasks = [safe(f"- [{t.status.replace('_', ' ')}] {t.content}") for t in state.open_todos]
+    failures = [safe(f"- {x}") for x in note_lines(state.open_failures)[0]]
+    rules = [f"- {c}" for c in state.constraints]  # the user's own words, as written
     in_force = max(state.constraints_in_force, len(state.constraints))
     if not (tasks or failures or rules or in_force):
         return ""
@@ -67,6 +69,11 @@ def render_startup(
             break  # no room even for that line: the memory is full of open work
         shown.pop()
     return render() + "\n"
+
+
+def safe(line: str) -> str:
+    """A line without the passages that address the model."""
+    return neutralize(line)[0]
 
 
 def write_startup(paths: StatePaths, text: str) -> None:
