@@ -31,8 +31,8 @@ if TYPE_CHECKING:
         StateDirError,
         translate_sqlite_errors,
     )
-    from indexer.fileio import sweep_temp_files, write_atomic
-    from indexer.hook import HOOK_FAILURES, failure_count
+    from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
+    from indexer.hook_losses import HOOK_FAILURES, failure_count, loss_files, losses
     from indexer.ingest_lines import IngestStats
     from indexer.lineguard import INT64_MAX
     from indexer.locks import flock_within, lock_is_held
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
+    from indexer.plugin import CTXD_VENV, installed_ctxd
     from indexer.redact import redact_text
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
     from indexer.secret_scan import find_secrets
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         prune_quarantine,
         prune_spool,
     )
+    from indexer.spool_rewrite import rewrite_segment, session_of
     from indexer.statedir import git_root
     from indexer.store import WRITER_CACHE_KIB, StoredEntry
     from indexer.view_writer import iso_utc
@@ -79,10 +81,13 @@ _EXPORTS = {
     "IndexAccessError": "indexer.errors",
     "IndexUnavailableError": "indexer.errors",
     "translate_sqlite_errors": "indexer.errors",
-    "HOOK_FAILURES": "indexer.hook",
-    "failure_count": "indexer.hook",
+    "HOOK_FAILURES": "indexer.hook_losses",
+    "failure_count": "indexer.hook_losses",
+    "loss_files": "indexer.hook_losses",
+    "losses": "indexer.hook_losses",
     "write_atomic": "indexer.fileio",
     "sweep_temp_files": "indexer.fileio",
+    "lines_backwards": "indexer.fileio",
     "iso_utc": "indexer.view_writer",
     "rebuild_all": "indexer.views",
     "AGENT_TOOLS": "indexer.normalize",
@@ -98,6 +103,8 @@ _EXPORTS = {
     "delete_segment": "indexer.spool_retention",
     "prune_quarantine": "indexer.spool_retention",
     "prune_spool": "indexer.spool_retention",
+    "rewrite_segment": "indexer.spool_rewrite",
+    "session_of": "indexer.spool_rewrite",
     "SpoolSnapshot": "indexer.spool_changes",
     "has_unread": "indexer.spool_changes",
     "snapshot": "indexer.spool_changes",
@@ -112,10 +119,13 @@ _EXPORTS = {
     "LARGE_PASS_LINES": "indexer.release",
     "unread_bytes": "indexer.spool_changes",
     "WRITER_CACHE_KIB": "indexer.store",
+    "CTXD_VENV": "indexer.plugin",
+    "installed_ctxd": "indexer.plugin",
 }
 
 __all__ = [
     "AGENT_TOOLS",
+    "CTXD_VENV",
     "EDIT_TOOLS",
     "HOOK_FAILURES",
     "INT64_MAX",
@@ -147,12 +157,16 @@ __all__ = [
     "flock_within",
     "git_root",
     "has_unread",
+    "installed_ctxd",
     "is_locked",
     "is_segment_name",
     "iso_utc",
     "lag",
+    "lines_backwards",
     "load_config",
     "lock_is_held",
+    "loss_files",
+    "losses",
     "malloc_trim",
     "open_writer",
     "parse_config",
@@ -163,6 +177,8 @@ __all__ = [
     "redact_text",
     "release_memory",
     "resolve_state_paths",
+    "rewrite_segment",
+    "session_of",
     "snapshot",
     "sweep_temp_files",
     "translate_sqlite_errors",

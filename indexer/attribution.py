@@ -6,11 +6,19 @@ the subagent (`agent_id`), and the tool's result (`tool_response.agentId`). The 
 the prompt's AgentId, else a deterministic fallback (seed 000 §3.2), else Claude Code's id; every
 other name becomes an alias of it. State lives in the index and is written in the ingest
 transaction; `reset()` drops the in-memory cache after a rollback.
+
+Attribution is a function of the spool alone: what a session's cache holds is exactly what
+`_session` reads back from the index (agents, aliases, and the Agent calls of its entries), and
+every choice among agents is made by a persisted order, (started_ns, agent_id), never by the
+order things happened to enter the cache. A daemon restarted anywhere in a catch-up, or a
+session dropped from the cache and read again, attributes every later event as an
+uninterrupted run does.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -58,9 +66,16 @@ class AgentRow:
 @dataclass(slots=True)
 class _Session:
     agents: dict[str, AgentRow] = field(default_factory=dict)
-    aliases: dict[str, str] = field(default_factory=dict)
-    by_tool: dict[str, str] = field(default_factory=dict)
-    pending: list[str] = field(default_factory=list)  # started, not yet linked to a CC id
+    aliases: dict[str, str] = field(default_factory=dict)  # Claude Code's id -> agent
+    by_tool: dict[str, str] = field(default_factory=dict)  # an Agent call's tool_use_id -> agent
+
+
+# The Agent calls of a session's entries, read when the session is loaded (a partial index of
+# entries serves it: indexer.store).
+_CALLS = (
+    "SELECT tool_use_id, agent_id FROM entries WHERE session_id=? AND tool_use_id<>''"
+    " AND event IN ('agent_start','agent_complete','agent_launched','agent_failed')"
+)
 
 
 class AgentRegistry:
@@ -179,8 +194,6 @@ class AgentRegistry:
             row.description = e.description or row.description
             if e.tool_use_id:
                 s.by_tool[e.tool_use_id] = agent_id
-            if not e.cc_agent_id and agent_id not in s.pending:
-                s.pending.append(agent_id)
         if e.cc_agent_id:
             self._link(s, e.session_id, e.cc_agent_id, agent_id)
         return agent_id
@@ -194,26 +207,33 @@ class AgentRegistry:
         """
         if e.event == "agent_start":
             return None
-        for row in s.agents.values():  # insertion order = start order
-            if (
-                not row.tool_use_id
-                and row.status == "running"
-                and row.agent_type == (e.agent_type or "general-purpose")
-                and row.description == e.description
-            ):
-                return row.agent_id
-        return None
+        return _oldest(
+            row
+            for row in s.agents.values()
+            if not row.tool_use_id
+            and row.status == "running"
+            and row.agent_type == (e.agent_type or "general-purpose")
+            and row.description == e.description
+        )
 
     def _resolve_cc(self, s: _Session, e: Entry) -> str:
         cc = e.cc_agent_id
         agent_id = s.aliases.get(cc)
         if agent_id is not None:
             return agent_id
+        agent_id = s.by_tool.get(cc)  # a 1.0.x subagent is named by its Task call's id
+        if agent_id is not None:
+            self._link(s, e.session_id, cc, agent_id)
+            return agent_id
+        # The oldest running agent of the same type that no Claude Code id names yet (FIFO).
         wanted = e.agent_type.lower()
-        for candidate in s.pending:  # oldest started agent of the same type (FIFO)
-            if not wanted or s.agents[candidate].agent_type.lower() == wanted:
-                agent_id = candidate
-                break
+        agent_id = _oldest(
+            row
+            for row in s.agents.values()
+            if not row.cc_agent_id
+            and row.status == "running"
+            and (not wanted or row.agent_type.lower() == wanted)
+        )
         if agent_id is None:
             own = cc.lower()
             if is_valid_agent_id(own) and own not in RESERVED_AGENT_IDS and own not in s.agents:
@@ -231,8 +251,6 @@ class AgentRegistry:
             return
         s.aliases[cc] = agent_id
         s.agents[agent_id].cc_agent_id = cc
-        if agent_id in s.pending:
-            s.pending.remove(agent_id)
         self._new_aliases.append((session_id, cc, agent_id))
         if previous is not None:
             self.relinked = True
@@ -258,9 +276,7 @@ class AgentRegistry:
                 )
                 return
             if old is not None and old.cc_agent_id == cc:
-                old.cc_agent_id = ""
-                if old.status == "running" and previous not in s.pending:
-                    s.pending.insert(0, previous)
+                old.cc_agent_id = ""  # free again for a Claude Code id not linked yet
             self._dirty.add((session_id, previous))
 
     def _has_entries(self, session_id: str, agent_id: str) -> bool:
@@ -277,21 +293,25 @@ class AgentRegistry:
         s = _Session()
         for row in self._conn.execute(
             "SELECT agent_id, agent_type, started_ns, last_ns, cc_agent_id, tool_use_id, explicit,"
-            " completed_ns, status, description FROM agents WHERE session_id=?"
-            " ORDER BY started_ns",
+            " completed_ns, status, description FROM agents WHERE session_id=?",
             (session_id,),
         ):
             r = AgentRow(
                 row[0], row[1], row[2], row[3], row[4], row[5], bool(row[6]), row[7], row[8], row[9]
             )
             s.agents[r.agent_id] = r
-            if r.tool_use_id:
-                s.by_tool[r.tool_use_id] = r.agent_id
-            if not r.cc_agent_id and r.status == "running":
-                s.pending.append(r.agent_id)
+        # Every Agent call stored, not only each agent's last (an AgentId used by two calls).
+        for tool_use_id, agent_id in self._conn.execute(_CALLS, (session_id,)):
+            s.by_tool[tool_use_id] = agent_id
         for alias, agent_id in self._conn.execute(
             "SELECT alias, agent_id FROM agent_aliases WHERE session_id=?", (session_id,)
         ):
             s.aliases[alias] = agent_id
         self._sessions[session_id] = s
         return s
+
+
+def _oldest(rows: Iterable[AgentRow]) -> str | None:
+    """The agent id of the earliest started of `rows` (ties by id), if any."""
+    best = min(rows, key=lambda r: (r.started_ns, r.agent_id), default=None)
+    return None if best is None else best.agent_id

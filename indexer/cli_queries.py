@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.paths import StatePaths
-from indexer.readonly import connect_readonly, spool_sizes
+from indexer.readonly import connect_readonly, spool_sizes, unwritable_reason
 
 __all__ = [
     "active_constraint",
@@ -16,6 +16,7 @@ __all__ = [
     "open_readonly",
     "session_agents",
     "spool_behind",
+    "unwritable_reason",
 ]
 
 
@@ -57,7 +58,7 @@ def session_agents(conn: sqlite3.Connection, session_id: str) -> list[dict[str, 
         " (SELECT count(*) FROM entries e WHERE e.session_id=a.session_id"
         "  AND e.agent_id=a.agent_id AND e.error!=''),"
         " (SELECT e.instruction FROM entries e WHERE e.session_id=a.session_id"
-        "  AND e.agent_id=a.agent_id AND e.instruction!='' ORDER BY e.id LIMIT 1)"
+        "  AND e.agent_id=a.agent_id AND e.instruction!='' ORDER BY e.ts_ns, e.pid LIMIT 1)"
         " FROM agents a WHERE a.session_id=? ORDER BY a.started_ns, a.agent_id",
         (session_id,),
     ).fetchall()

@@ -119,11 +119,12 @@ def recent_entries(
     conn: sqlite3.Connection, session_id: str, kind: str, limit: int, events: tuple[str, ...] = ()
 ) -> list[Entry]:
     """The session's newest `limit` entries of one kind (see _FILTERS; "events": those whose
-    event is one of `events`), newest first."""
+    event is one of `events`), newest first by event time (an imported older event stored
+    after newer ones is older)."""
     where = f"event IN ({','.join('?' * len(events))})" if kind == "events" else _FILTERS[kind]
     rows = conn.execute(
         f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=? AND {where}"
-        " ORDER BY id DESC LIMIT ?",
+        " ORDER BY ts_ns DESC, pid DESC LIMIT ?",
         (session_id, *events, limit),
     ).fetchall()
     return [store.row_to_entry(r).entry for r in rows]
@@ -137,10 +138,10 @@ def session_entries(conn: sqlite3.Connection, session_id: str, last: int) -> lis
 
 @_guard("entries")
 def todo_entries(conn: sqlite3.Connection, session_id: str) -> list[Entry]:
-    """The session's entries that change its todo list, oldest first."""
+    """The session's entries that change its todo list, oldest first (by event time)."""
     rows = conn.execute(
         f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=? AND {TODO_FILTER}"
-        " ORDER BY id",
+        " ORDER BY ts_ns, pid",
         (session_id,),
     ).fetchall()
     return [store.row_to_entry(r).entry for r in rows]

@@ -2,18 +2,22 @@
 
 # This module is the hot path: Claude Code runs it for every tool call, and PreToolUse
 # serialises against the tool. It therefore imports only os, sys, time and fcntl at module
-# level, never parses the payload, and swallows every error. It also runs as a plain script
-# (`python -I -S .../indexer/hook.py`) so that it need not import the `indexer` package.
-# SessionStart is the one exception: after appending, it may print the resume context,
-# which is done by a lazily imported module (see `_session_start`).
+# level, never parses the payload, and swallows every error. It runs as a top-level module
+# of run_hook.py, so that it need not import the `indexer` package. A few events need more
+# after the append (`answer_kind`): that is done by lazily imported modules, or, in the
+# Claude Code plugin, by the installed ctxd (indexer/plugin.py).
 
 import fcntl
 import os
 import sys
 import time
 
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import; mypy reads this as typing's
+if TYPE_CHECKING:
+    from types import ModuleType
+
 _ENVELOPE_VERSION = 1
-HOOK_FAILURES = "hook-failures"  # in the state dir: one byte per event that could not be spooled
+HOSTS = ("codex",)  # clients a spool line names (`--host codex`); Claude Code's name none
 _MAX_ENV_PATH = 4096
 # A hook output must not block Claude Code for long: the SessionStart marker check reads
 # only this many bytes of stdin before deciding whether to look for the resume context.
@@ -27,6 +31,8 @@ _AGENT_CALL_FAILED_MARKS = (
     b'"hook_event_name":"PostToolUseFailure"',
     b'"hook_event_name":"PermissionDenied"',
 )
+# An event that needs more than its append names one of these in its first 4 KiB.
+_ANSWERED_WORDS = (b"SessionStart", b"PreCompact", b"Subagent", b"Agent", b"Task")
 
 
 # The same rule as indexer/statedir.py (a copy: this script imports only the stdlib, and
@@ -74,17 +80,19 @@ def segment_name(ts_ns: int) -> str:
     return time.strftime("%Y%m%dT%H", time.gmtime(ts_ns // 1_000_000_000)) + ".jsonl"
 
 
-def build_line(payload: bytes, ts_ns: int, pid: int) -> bytes:
+def build_line(payload: bytes, ts_ns: int, pid: int, host: str = "") -> bytes:
     """Wrap a raw payload in the spool envelope; the event stays raw and comes last.
 
     Raw newlines can only be whitespace between JSON tokens (inside strings they are
     escaped), so replacing them keeps valid JSON valid and keeps one event on one line.
     The event is the last member so the indexer can check that its raw span ends exactly
     at the envelope's closing brace (a payload fragment cannot forge envelope fields).
+    `host` (one of HOSTS) goes just before it; Claude Code's lines carry none.
     """
     body = payload.strip().replace(b"\r", b" ").replace(b"\n", b" ")
-    head = b'{"ctxd":%d,"ts_ns":%d,"pid":%d,"event":' % (_ENVELOPE_VERSION, ts_ns, pid)
-    return head + body + b"}\n"
+    head = b'{"ctxd":%d,"ts_ns":%d,"pid":%d,' % (_ENVELOPE_VERSION, ts_ns, pid)
+    named = b'"host":"%s",' % host.encode() if host else b""
+    return head + named + b'"event":' + body + b"}\n"
 
 
 # The same walk as indexer/safefs.py, which the daemon and the commands use (a copy: this
@@ -166,8 +174,9 @@ def run(payload: bytes, environ: "os._Environ[str] | dict[str, str]", cwd: str) 
     return append_event(payload, state_dir(environ, cwd))
 
 
-def append_event(payload: bytes, base: str) -> str:
-    """Spool one payload under the state directory `base` (see `run`).
+def append_event(payload: bytes, base: str, ts_ns: int = 0, host: str = "") -> str:
+    """Spool one payload (of client `host`, see `build_line`) under the state dir `base`,
+    stamped `ts_ns` (now if 0).
 
     No symlink is followed: the state directory and its spool are opened with O_NOFOLLOW
     and the segment relative to the spool's descriptor; a state directory that is a symlink,
@@ -184,40 +193,21 @@ def append_event(payload: bytes, base: str) -> str:
     finally:
         os.close(base_fd)
     try:
-        ts_ns = time.time_ns()
+        ts_ns = ts_ns or time.time_ns()
         name = segment_name(ts_ns)
-        append_at(spool_fd, name, build_line(payload, ts_ns, os.getpid()))
+        append_at(spool_fd, name, build_line(payload, ts_ns, os.getpid(), host))
     finally:
         os.close(spool_fd)
     return os.path.join(base, "spool", name)
 
 
-def count_failure(base: str) -> None:
-    """Add one to the count of events this hook could not spool (one byte per event).
-
-    One O_APPEND write of one byte needs no lock and no parsing; on a full disk it still
-    succeeds as long as the file's last block has room. Errors are swallowed (I1).
-    """
+def _count_loss(base: str, error: BaseException) -> None:
+    # Only when the event was lost: the counters' module is not loaded otherwise.
     try:
-        fd = os.open(
-            os.path.join(base, HOOK_FAILURES),
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-            0o600,
-        )
-        try:
-            os.write(fd, b"x")
-        finally:
-            os.close(fd)
+        losses = _sibling("hook_losses")
+        losses.count_loss(base, losses.reason_of(error))
     except Exception:
         pass
-
-
-def failure_count(base: str) -> int:
-    """How many events hooks could not spool under `base` (see `count_failure`)."""
-    try:
-        return os.stat(os.path.join(base, HOOK_FAILURES), follow_symlinks=False).st_size
-    except OSError:
-        return 0
 
 
 def _read_stdin() -> bytes:
@@ -228,13 +218,78 @@ def _read_stdin() -> bytes:
         return b""
 
 
+def answer_kind(payload: bytes) -> str:
+    """What the hook does after the append: "SessionStart" (print the notes), "PreCompact"
+    (start their build), "SubagentStart" (print the handoff), "AgentCall", "AgentCallFailed"
+    and "SubagentStop" (the handoff's bookkeeping); "" for every other event."""
+    head = payload[:4096]
+    if not any(word in head for word in _ANSWERED_WORDS):  # tool events: a few scans, no copy
+        return ""
+    head = head.replace(b" ", b"")
+    if _SESSION_START_MARK in head:
+        return "SessionStart"
+    if _PRE_COMPACT_MARK in head:
+        return "PreCompact"
+    if _SUBAGENT_START_MARK in head:
+        return "SubagentStart"
+    if _SUBAGENT_STOP_MARK in head:
+        return "SubagentStop"
+    if any(m in head for m in _AGENT_CALL_MARKS):
+        if _PRE_TOOL_USE_MARK in head:
+            return "AgentCall"
+        if any(m in head for m in _AGENT_CALL_FAILED_MARKS):
+            return "AgentCallFailed"
+    return ""
+
+
+# The stamp of a PreCompact's spool line, for `respond` run in the installed ctxd's process
+# by the plugin (an environment variable: a delegate of an older ctxd simply ignores it).
+SPOOLED_NS_VAR = "CTXD_SPOOLED_NS"
+
+
+def respond(
+    payload: bytes, base: str, kind: str = "", spooled_ns: int | None = None, host: str = ""
+) -> None:
+    """Do here what `answer_kind` says the event of client `host` needs after its append (the
+    Claude Code plugin runs this in the installed ctxd's environment). `spooled_ns` is the
+    stamp of the event's spool line, 0 if it was not spooled. Never raises."""
+    kind = kind or answer_kind(payload)
+    if spooled_ns is None:
+        try:
+            spooled_ns = int(os.environ.get(SPOOLED_NS_VAR) or 0)
+        except ValueError:
+            spooled_ns = 0
+    try:
+        _sibling("hook_answers").answer(payload, base, kind, spooled_ns, host)
+    except Exception:
+        pass
+
+
+def _prebuild(payload: bytes, base: str) -> None:
+    """PreCompact's notes build (plugin 0.1.0 calls this by name in the installed ctxd)."""
+    try:
+        _sibling("hook_answers").prebuild(payload, base)
+    except Exception:
+        pass
+
+
+def _sibling(name: str) -> "ModuleType":
+    # A module of this folder, imported by its file name, as run_hook.py imports this one:
+    # the `indexer` package would import importlib (and warnings) for its lazy exports.
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.pop()
+
+
 def _as_plugin() -> bool:
     """True when Claude Code runs this script as a plugin's hook (then indexer.plugin is
-    importable from this checkout, ahead of anything else)."""
+    importable from the plugin's folder, ahead of anything else)."""
     if not os.environ.get("CLAUDE_PLUGIN_ROOT"):
         return False
-    # This checkout first on sys.path, and no site: an unrelated `indexer` distribution in
-    # the system Python must not shadow ours.
+    # The plugin's folder first on sys.path, and no site: an unrelated `indexer` distribution
+    # in the system Python must not shadow ours.
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if root not in sys.path:
         sys.path.insert(0, root)
@@ -243,106 +298,12 @@ def _as_plugin() -> bool:
     return plugin.running_as_plugin(__file__)
 
 
-def _session_start(payload: bytes, base: str) -> None:
-    # Only SessionStart may print (its stdout becomes context). The heavy lifting lives in
-    # summarizer.resume.hook, imported only for this event.
-    if _SESSION_START_MARK not in payload[:4096].replace(b" ", b""):
-        return
-    try:
-        if _as_plugin():
-            from indexer import plugin
-
-            text = plugin.session_start(payload, base)
-        else:
-            _importable_summarizer()
-            from summarizer.resume.hook import session_start_output
-
-            text = session_start_output(payload, base)
-    except Exception:
-        return
-    if text:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-
-def _prebuild(payload: bytes, base: str) -> None:
-    # PreCompact: the compaction takes seconds, so build the notes now. A running daemon does
-    # it on its own; otherwise start a detached builder (stdio on /dev/null, its own session,
-    # so Claude Code does not wait for it).
-    if _PRE_COMPACT_MARK not in payload[:4096].replace(b" ", b""):
-        return
-    try:
-        if _as_plugin():
-            from indexer import plugin
-
-            plugin.pre_compact(payload, base)
-            return
-        _importable_summarizer()
-        from indexer.locks import lock_is_held
-        from summarizer.resume.hook import read_settings, spawn_detached
-
-        if not lock_is_held(os.path.join(base, "daemon.lock")) and read_settings(base).prebuild:
-            spawn_detached(["summarizer.daemon.prebuild", base])
-    except Exception:
-        pass
-
-
-def _handoff(payload: bytes, base: str) -> None:
-    # Subagents: SubagentStart prints the handoff queued for it (its stdout becomes the
-    # subagent's context); an Agent call (PreToolUse) queues that handoff; SubagentStop of an
-    # agent its call named writes the account of that run (no daemon needed, no process started).
-    head = payload[:4096].replace(b" ", b"")
-    try:
-        if _SUBAGENT_START_MARK in head:
-            _importable_summarizer(site_packages=False)  # the subagent waits: stdlib only
-            from summarizer.handoff.hook import subagent_start_output
-
-            text = subagent_start_output(payload, base)
-            if text:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-        elif _PRE_TOOL_USE_MARK in head and any(m in head for m in _AGENT_CALL_MARKS):
-            _importable_summarizer()
-            from summarizer.handoff.hook import agent_call
-
-            agent_call(payload, base)
-        elif any(m in head for m in _AGENT_CALL_FAILED_MARKS) and any(
-            m in head for m in _AGENT_CALL_MARKS
-        ):
-            _importable_summarizer(site_packages=False)
-            from summarizer.handoff.hook import agent_call_failed
-
-            agent_call_failed(payload, base)
-        elif _SUBAGENT_STOP_MARK in head:
-            _importable_summarizer(site_packages=False)
-            from summarizer.handoff.hook import agent_stopped
-
-            agent_stopped(payload, base)
-    except Exception:
-        pass
-
-
-def _importable_summarizer(site_packages: bool = True) -> None:
-    """Make `summarizer` (and the rest of `indexer`) importable from this script.
-
-    `site_packages=False` when only standard-library modules of ctxd are needed: enabling
-    site-packages costs more than the interpreter's own start.
-    """
-    if site_packages and "site" not in sys.modules:  # `python -I -S hook.py`: enable them
-        import site
-
-        site.main()
-    # `summarizer` ships beside `indexer`; as a script from a checkout that directory is
-    # not on sys.path (sys.path[0] is indexer/ itself).
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if root not in sys.path:
-        sys.path.append(root)
-
-
 def main() -> int:
     """Entry point of `ctxd-hook`: never raises, always returns 0."""
     try:
         payload = _read_stdin()
+        argv = sys.argv  # `run_hook.py --host codex` is what `ctxd init --host codex` installs
+        host = argv[2] if argv[1:2] == ["--host"] and argv[2:] and argv[2] in HOSTS else ""
         environ = os.environ
         try:
             cwd = os.getcwd()
@@ -350,21 +311,25 @@ def main() -> int:
             cwd = "/"
         base = state_dir(environ, cwd)
         safe = True
+        ts_ns = time.time_ns()
+        spooled = False
         try:
-            append_event(payload, base)
-        except UnsafeStateDir:
+            spooled = bool(append_event(payload, base, ts_ns, host))
+        except UnsafeStateDir as e:
             safe = False  # nothing is read from or written through an unsafe state dir
-        except Exception:
+            _count_loss(base, e)
+        except Exception as e:
             # Unwritable, missing or full state directory: fail open, never fail the agent,
-            # but leave a trace that `ctxd status` and `ctxd doctor` can show.
-            count_failure(base)
-        head = payload[:4096]
-        if safe and b"SessionStart" in head:
-            _session_start(payload, base)
-        elif safe and b"PreCompact" in head:
-            _prebuild(payload, base)  # the build starts now, not when the compaction is over
-        elif safe and (b"Subagent" in head or b"PreToolUse" in head or b"Agent" in head):
-            _handoff(payload, base)
+            # but count the loss where `ctxd status` and `ctxd doctor` will see it.
+            _count_loss(base, e)
+        kind = answer_kind(payload) if safe else ""
+        spooled_ns = ts_ns if spooled else 0
+        if kind and _as_plugin():  # the plugin's copy: ctxd's environment does the rest
+            from indexer import plugin
+
+            plugin.respond(payload, base, kind, spooled_ns)
+        elif kind:
+            respond(payload, base, kind, spooled_ns, host)
     except BaseException:
         pass
     return 0

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from indexer import safefs
 from indexer.errors import StateDirError
+from indexer.locks import lock_is_held
 
 
 def open_index(
@@ -50,15 +51,43 @@ def open_index(
             raise _swapped(index_db) from None
         raise
     try:
-        conn.text_factory = bytes  # the name as the file system has it, UTF-8 or not
-        opened = conn.execute("PRAGMA database_list").fetchone()[2]
-        conn.text_factory = str
-        if not _same_file(opened, expected):
-            raise _swapped(index_db)
+        _check_opened(conn, index_db, expected)  # before any read of the file
+        if readonly:
+            conn = _readable_without_writing(conn, index_db, uri, check_same_thread)
+            _check_opened(conn, index_db, expected)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _check_opened(conn: sqlite3.Connection, index_db: Path, expected: os.stat_result) -> None:
+    """Raise StateDirError unless the file SQLite opened is `expected` (no link swapped in)."""
+    conn.text_factory = bytes  # the name as the file system has it, UTF-8 or not
+    opened = conn.execute("PRAGMA database_list").fetchone()[2]
+    conn.text_factory = str
+    if not _same_file(opened, expected):
+        raise _swapped(index_db)
+
+
+def _readable_without_writing(
+    conn: sqlite3.Connection, index_db: Path, uri: str, check_same_thread: bool
+) -> sqlite3.Connection:
+    """`conn`, or one opened `immutable` when SQLite cannot read the index without creating
+    or growing the WAL's shared-memory file beside it, which it cannot here (a read-only
+    mount, a state dir the reader may only read, a full disk). Only the holder of the writer
+    lock writes the index (I8); with that lock free nothing changes the file while it is
+    read, so reading it as immutable reads it exactly."""
+    try:
+        conn.execute("PRAGMA user_version").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        if lock_is_held(str(index_db.parent / "daemon.lock")):
+            raise  # a writer runs: its error is not this one, let the caller report it
+        conn.close()
+    return sqlite3.connect(
+        uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=check_same_thread
+    )
 
 
 def _same_file(name: str | bytes, expected: os.stat_result) -> bool:

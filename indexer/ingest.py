@@ -92,6 +92,12 @@ class Ingestor:
                 store.set_meta(self.conn, "last_ingest_ns", str(time.time_ns()))
         return total
 
+    def run_file(self, name: str, now: float | None = None) -> IngestStats:
+        """Index what is complete in the one segment `name` now (`ctxd forget` does it
+        while it holds the segment's append lock, before taking lines out of it)."""
+        stored = store.active_files(self.conn).get(name)
+        return self._ingest_file(name, stored, now or time.time())
+
     def _missing(self, gone: set[str], known: dict[str, FileState]) -> list[str]:
         """Segments that vanished while still tracked: not deleted by retention (which retires
         a segment before it unlinks it), and not renamed to another name in the spool."""

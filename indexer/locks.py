@@ -32,7 +32,9 @@ def lock_is_held(path: str) -> bool:
     explain.
     """
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        # Read-only: flock needs no write access, and a read-only state dir (a read-only
+        # mount, a folder the reader may not write) must still answer.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except FileNotFoundError:
         return False
     try:

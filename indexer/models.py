@@ -12,12 +12,17 @@ ENVELOPE_VERSION = 1
 
 
 class Envelope(msgspec.Struct, frozen=True, gc=False):
-    """One spool line: `{"ctxd":1,"ts_ns":…,"pid":…,"event":<raw hook JSON>}`."""
+    """One spool line: `{"ctxd":1,"ts_ns":…,"pid":…,"event":<raw hook JSON>}`.
+
+    A line the hook wrote for another client than Claude Code names it before the event
+    (`"host":"codex"`); without it (every line older than hosts) the host is Claude Code.
+    """
 
     ctxd: int
     ts_ns: int
     pid: int
     event: msgspec.Raw
+    host: str = ""
 
 
 class HookPayload(msgspec.Struct, frozen=True, gc=False):
@@ -89,6 +94,9 @@ class Entry(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     text: str = ""
     cwd: str = ""
     detail: msgspec.Raw = msgspec.Raw(b"")
+    # The client that sent the event ("" Claude Code, "codex"): kept in the session catalog,
+    # not in the entry's row (an entry read back from the index has "").
+    host: str = ""
 
 
 class ViewLine(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -6,11 +6,13 @@ from typing import Any
 
 import msgspec
 
+from indexer.codex_payloads import PATCH_TOOL, patch_files
 from indexer.models import Entry, HookPayload
 
 AGENT_TOOLS = frozenset({"Agent", "Task"})  # `Task` is the Agent tool's name before 2.1.63
 FILE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"})
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# Codex edits files with one apply_patch call, whose files are named inside the patch.
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", PATCH_TOOL})
 # Tools whose (small) structured response the summarizer needs besides the input.
 _RESPONSE_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TaskList", "TaskGet"})
 OUTPUT_SUMMARY_CHARS = 1000
@@ -21,6 +23,7 @@ _SIMPLE_EVENTS = {
     "SessionStart": "session_start",
     "SessionEnd": "session_end",
     "UserPromptSubmit": "prompt",
+    "SubagentPrompt": "subagent_prompt",  # Codex: a subagent's task (codex_payloads)
     "UserPromptExpansion": "prompt_expansion",
     "Stop": "stop",
     "StopFailure": "stop_failure",
@@ -64,6 +67,7 @@ class ToolInput(msgspec.Struct, frozen=True, gc=False):
     subject: str = ""
     taskId: str = ""
     name: str = ""
+    patch: str = ""  # Codex's apply_patch (indexer.codex_payloads)
 
 
 class ToolResponse(msgspec.Struct, frozen=True, gc=False):
@@ -269,6 +273,9 @@ def normalize(
         path = ti.file_path or ti.notebook_path
         if path and p.tool_name in FILE_TOOLS:
             files = (path,)
+        elif p.tool_name == PATCH_TOOL:
+            files = patch_files(ti.patch, p.cwd)
+            description = f"{PATCH_TOOL} {' '.join(files)}".strip()
         if is_agent_tool:
             instruction = clip(ti.prompt, max_text_chars)
             output = _content_text(response.content)
@@ -280,7 +287,7 @@ def normalize(
                 error = error or "interrupted"
         elif response.interrupted:
             error = "interrupted"
-    elif kind == "prompt":
+    elif kind in ("prompt", "subagent_prompt"):
         text = p.prompt
         description = clip(p.prompt.strip().split("\n", 1)[0], DESCRIPTION_CHARS)
     elif kind in ("stop", "subagent_stop", "stop_failure", "compact_summary", "fork_stop"):

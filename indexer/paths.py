@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from indexer.errors import InvalidIdError, StateDirError
+from indexer.hook_losses import prepare_counter
 from indexer.safefs import open_dir
 from indexer.statedir import state_dir as _resolve_state_dir
 
@@ -142,9 +143,11 @@ class StatePaths:
         return self.sessions / check_session_id(session_id)
 
     def ensure(self) -> None:
-        """Create the state directory tree with private permissions."""
+        """Create the state directory tree with private permissions, and the counter of hook
+        events that could not be spooled with room kept for it on a full disk."""
         for path in (self.root, self.spool, self.sessions, self.context, self.resume):
             ensure_private_dir(path, self.root)
+        prepare_counter(str(self.root))
 
 
 def ensure_private_dir(path: Path, root: Path | None = None) -> None:

@@ -1,30 +1,41 @@
-"""The hook as a Claude Code plugin: SessionStart and PreCompact run in the installed ctxd."""
+"""The hook as a Claude Code plugin: what follows an append runs in the installed ctxd."""
 
 # As a plugin, Claude Code runs `python3 -I -S ${CLAUDE_PLUGIN_ROOT}/indexer/run_hook.py` with
-# whatever python3 is on PATH. Spooling needs nothing more; the notes handed back after a
-# compaction need ctxd's dependencies, which live in the environment of the `ctxd` command
-# (pipx, uv tool). So those two events run under that environment's interpreter (found
-# from the command's `#!` line), and, until it is installed, the first SessionStart of a
-# project says how to install it. Standard library only, like the hook.
+# whatever python3 is on PATH, and the plugin's folder holds only the hook's own files
+# (plugin/ in the repository: links to indexer/). Spooling needs nothing more. What a few
+# events need after the append (the notes after a compaction, a subagent's handoff) needs
+# ctxd's code and dependencies, which live in the environment of the `ctxd` command: those
+# events are handed to that environment's interpreter (found from the command's `#!` line).
+# Until the command is installed, the first SessionStart of a project says how to install it.
+# Standard library only, like the hook; it never writes outside the project's state dir.
 
 import json
 import os
 import shutil
 import subprocess
+import sys
 
-INSTALL_COMMAND = "pipx install ctxd-claude"
 HINT_SHOWN = "install-hint-shown"  # in the state dir: the hint is given once per project
-_TIMEOUT_S = 9.0  # under the SessionStart hook's own timeout (10 s)
-
-_SESSION_START = (
-    "import sys\n"
-    "from summarizer.resume.hook import session_start_output\n"
-    "sys.stdout.write(session_start_output(sys.stdin.buffer.read(), sys.argv[1]))\n"
+# Where the install command (and pipx, uv) put `ctxd` when PATH does not lead to it (Claude
+# Code started from a desktop launcher does not see a shell profile's PATH).
+CTXD_VENV = "~/.local/share/ctxd/venv"
+_PLACES = (
+    f"{CTXD_VENV}/bin/ctxd",
+    "~/.local/share/pipx/venvs/ctxd-claude/bin/ctxd",
+    "~/.local/pipx/venvs/ctxd-claude/bin/ctxd",
+    "~/.local/share/uv/tools/ctxd-claude/bin/ctxd",
 )
-_PRE_COMPACT = (
+# Under the hooks' own timeouts (SessionStart 10 s, the others 5 s).
+_TIMEOUTS_S = {"SessionStart": 9.0}
+_TIMEOUT_S = 4.0
+# Given its packages' folder, the installed interpreter starts without site (-S), which costs
+# more than the interpreter's own start: the hook loads site itself for the events that need
+# third-party packages (hook._importable_summarizer), not for SubagentStart, which waits.
+_RESPOND = (
     "import sys\n"
-    "from indexer.hook import _prebuild\n"
-    "_prebuild(sys.stdin.buffer.read(), sys.argv[1])\n"
+    "sys.path.extend(sys.argv[2:])\n"
+    "from indexer.hook import respond\n"
+    "respond(sys.stdin.buffer.read(), sys.argv[1])\n"
 )
 
 
@@ -36,35 +47,68 @@ def running_as_plugin(hook_file: str) -> bool:
     return os.path.abspath(hook_file).startswith(os.path.abspath(root) + os.sep)
 
 
-def installed_python() -> str:
-    """The interpreter of the `ctxd` command on PATH (its `#!` line), or "" if none."""
-    command = shutil.which("ctxd")
-    if not command:
+def installed_ctxd() -> tuple[str, str]:
+    """(the `ctxd` command, its interpreter): the one on PATH, else one in the usual places;
+    ("", "") if none is installed."""
+    on_path = shutil.which("ctxd")
+    for command in [on_path or "", *(os.path.expanduser(p) for p in _PLACES)]:
+        python = _interpreter(command) if command else ""
+        if python:
+            return command, python
+    return "", ""
+
+
+def _interpreter(command: str) -> str:
+    """The interpreter a console script of ctxd runs with, or "" if `command` is not one.
+
+    Its `#!` line names it; pip writes `#!/bin/sh` and an `exec` line instead when the path
+    is long or has spaces. A `ctxd` without `ctxd-hook` beside it is another program.
+    """
+    if not os.path.isfile(os.path.join(os.path.dirname(os.path.realpath(command)), "ctxd-hook")):
         return ""
     try:
         with open(command, "rb") as f:
-            first = f.readline(512)
+            head = f.read(1024).decode("utf-8", "replace").splitlines()
     except OSError:
         return ""
-    if not first.startswith(b"#!"):
+    if not head or not head[0].startswith("#!"):
         return ""
-    words = first[2:].decode("utf-8", "replace").split()
+    words = head[0][2:].split()
     python = words[0] if words else ""
+    if python == "/bin/sh" and len(head) > 1 and head[1].startswith("'''exec' "):
+        rest = head[1][len("'''exec' ") :]
+        python = rest[1 : rest.find('"', 1)] if rest.startswith('"') else rest.split(" ")[0]
     return python if os.path.isabs(python) and os.access(python, os.X_OK) else ""
 
 
-def session_start(payload: bytes, base: str) -> str:
-    """The SessionStart output: from the installed ctxd, else the install hint (once)."""
-    ignore_in_git(base)
-    python = installed_python()
+def respond(payload: bytes, base: str, kind: str, spooled_ns: int = 0) -> None:
+    """Do what the event needs after its append (hook.answer_kind) in the installed ctxd,
+    copying what it prints; without it, the first SessionStart of a project gives the hint.
+    `spooled_ns` is the stamp of the event's spool line (0: not spooled)."""
+    if kind == "SessionStart":
+        ignore_in_git(base)
+    _command, python = installed_ctxd()
     if not python:
-        return install_hint(base)
+        text = install_hint(base) if kind == "SessionStart" else ""
+    else:
+        timeout_s = _TIMEOUTS_S.get(kind, _TIMEOUT_S)
+        text = _delegate(python, payload, base, timeout_s, spooled_ns)
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _delegate(python: str, payload: bytes, base: str, timeout_s: float, spooled_ns: int = 0) -> str:
+    """Run `indexer.hook.respond` in the installed ctxd's environment; its output, or ""."""
+    packages = _packages_of(python)
+    argv = [python, "-I", "-S", "-c", _RESPOND, base, packages] if packages else []
     try:
         done = subprocess.run(
-            [python, "-I", "-c", _SESSION_START, base],
+            argv or [python, "-I", "-c", _RESPOND, base],
+            env=dict(os.environ, CTXD_SPOOLED_NS=str(spooled_ns)),
             input=payload,
             capture_output=True,
-            timeout=_TIMEOUT_S,
+            timeout=timeout_s,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
@@ -72,22 +116,19 @@ def session_start(payload: bytes, base: str) -> str:
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
 
 
-def pre_compact(payload: bytes, base: str) -> None:
-    """Start the notes' build in the installed ctxd (it detaches the builder itself)."""
-    python = installed_python()
-    if not python:
-        return
+def _packages_of(python: str) -> str:
+    """The site-packages folder of the venv `python` belongs to, when ctxd is installed in it
+    (an editable install's packages only site finds); else ""."""
+    lib = os.path.join(os.path.dirname(os.path.dirname(python)), "lib")
     try:
-        subprocess.run(
-            [python, "-I", "-c", _PRE_COMPACT, base],
-            input=payload,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        pass
+        versions = [name for name in os.listdir(lib) if name.startswith("python3")]
+    except OSError:
+        return ""
+    for version in versions:
+        packages = os.path.join(lib, version, "site-packages")
+        if os.path.isfile(os.path.join(packages, "indexer", "hook.py")):
+            return packages
+    return ""
 
 
 def ignore_in_git(base: str) -> None:
@@ -107,6 +148,56 @@ def ignore_in_git(base: str) -> None:
         os.close(fd)
 
 
+def install_source(root: str) -> str:
+    """Where the `ctxd` command installs from, for the plugin in folder `root`: the checkout
+    it lives in, else the repository its marketplace was added from; "" if unknown."""
+    if not root:
+        return ""
+    root = os.path.abspath(root)
+    if _is_ctxd_checkout(os.path.dirname(root)):
+        return os.path.dirname(root)  # a marketplace added from a folder runs it in place
+    # Else a copy in Claude Code's cache, <config>/plugins/cache/<marketplace>/<plugin>/<version>,
+    # taken from the clone of the repository that known_marketplaces.json names.
+    parts = root.split(os.sep)
+    if len(parts) < 6 or parts[-5:-3] != ["plugins", "cache"]:
+        return ""
+    try:
+        with open(os.sep.join([*parts[:-4], "known_marketplaces.json"]), "rb") as f:
+            source = json.loads(f.read())[parts[-3]]["source"]
+        kind, ref = source["source"], source.get("ref")
+        if kind == "directory":
+            return str(source["path"])
+        if kind == "github":
+            url = f"https://github.com/{source['repo']}.git"
+        elif kind == "git":
+            url = str(source["url"])
+        else:  # a marketplace.json fetched by URL names no repository
+            return ""
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    return f"git+{url}" + (f"@{ref}" if isinstance(ref, str) and ref else "")
+
+
+def _is_ctxd_checkout(folder: str) -> bool:
+    try:
+        with open(os.path.join(folder, "pyproject.toml"), "rb") as f:
+            return b'name = "ctxd-claude"' in f.read(4096)
+    except OSError:
+        return False
+
+
+def install_command(source: str) -> str:
+    """The shell command that installs `ctxd` from `source` with nothing but Python ≥ 3.11
+    (a venv of its own, where the plugin finds it even when PATH does not lead there)."""
+    return f"python3 -m venv {CTXD_VENV} && {CTXD_VENV}/bin/pip install {_quoted(source)}"
+
+
+def _quoted(source: str) -> str:
+    import shlex
+
+    return shlex.quote(source) if source else "/path/to/your/ctxd/checkout"
+
+
 def install_hint(base: str) -> str:
     """Hook JSON telling the user (and the model) how to install the `ctxd` command, the first
     time only: "" once it was shown or if it cannot be recorded."""
@@ -119,15 +210,18 @@ def install_hint(base: str) -> str:
         os.close(fd)
     except OSError:
         return ""
+    source = install_source(os.environ.get("CLAUDE_PLUGIN_ROOT", ""))
+    command = install_command(source)
     user = (
-        f"ctxd is recording this session's hook events in {base}. To read them, and to get "
-        f"the notes back after /compact, install the ctxd command: {INSTALL_COMMAND} "
-        "(or: uv tool install ctxd-claude)."
+        f"ctxd is recording this session's hook events in {base}. To read and search them, and "
+        f"to get the notes back after /compact, install the ctxd command: `{command}` (or "
+        f"`pipx install {_quoted(source)}`, or `uv tool install {_quoted(source)}`). To run it "
+        f"from a shell too: `mkdir -p ~/.local/bin && ln -sf {CTXD_VENV}/bin/ctxd ~/.local/bin/`."
     )
     model = (
         "The ctxd plugin records this session, but its `ctxd` command is not installed, so "
-        f"nothing can be handed back after a compaction. If the user asks, it installs with "
-        f"`{INSTALL_COMMAND}`."
+        "nothing can be handed back after a compaction and its search tools are missing. If the "
+        f"user asks, it installs with `{command}`."
     )
     return json.dumps(
         {

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from indexer.codex_outcomes import adapt_captured
 from indexer.config import IngestConfig
 from indexer.logsafe import failure
 from indexer.models import Entry, Envelope, HookPayload
@@ -79,12 +80,15 @@ def prepare_event(
     event_json: Callable[[], bytes],
     file_id: int,
     cfg: IngestConfig,
+    host: str = "",
 ) -> Prepared:
     """One event built in memory (the transcript import): normalized, checked and redacted,
     or the reason it is quarantined. `event_json` makes its raw JSON, which only a quarantine
-    needs."""
+    needs; `host` names the client whose transcript it came from ("" Claude Code)."""
     try:
-        return _prepare_payload(offset, line_no, ts_ns, pid, payload, event_json, file_id, cfg)
+        return _prepare_payload(
+            offset, line_no, ts_ns, pid, payload, event_json, file_id, cfg, host
+        )
     except Exception as e:  # one event must never stop the import
         return failed(offset, line_no, e, event_json())
 
@@ -177,7 +181,11 @@ def _prepare_envelope(
             payload = _PAYLOAD.decode(env.event)
         except (msgspec.DecodeError, ValueError) as e:
             return quarantined(offset, line_no, _payload_error(e), bytes(env.event))
-    return _prepare_payload(offset, line_no, env.ts_ns, env.pid, payload, env.event, file_id, cfg)
+    if env.host == "codex":  # Codex's tools and fields in the shapes the normalizer knows
+        payload = adapt_captured(payload, env.ts_ns)
+    return _prepare_payload(
+        offset, line_no, env.ts_ns, env.pid, payload, env.event, file_id, cfg, env.host
+    )
 
 
 def _prepare_payload(
@@ -189,6 +197,7 @@ def _prepare_payload(
     source: EventSource,
     file_id: int,
     cfg: IngestConfig,
+    host: str,
 ) -> Prepared:
     try:
         entry = normalize(
@@ -204,6 +213,8 @@ def _prepare_payload(
         if not is_valid_session_id(entry.session_id):
             raise PayloadError(f"session_id {entry.session_id[:80]!r} is not a valid id")
         check_utf8(bytes(entry.detail))
+        if host:
+            entry = msgspec.structs.replace(entry, host=host)
     except (msgspec.DecodeError, ValueError) as e:
         data = bytes(source) if isinstance(source, msgspec.Raw) else source()
         return quarantined(offset, line_no, _payload_error(e), data)

@@ -44,6 +44,7 @@ __all__ = [
     "running_agents",
     "session_exists",
     "session_header",
+    "session_host",
     "session_ids_active_since",
     "session_ids_before",
     "session_prompts",
@@ -72,7 +73,7 @@ TODO_FILTER = (
 _SESSION_ROW = (
     "SELECT s.session_id, s.first_ns, s.last_ns, s.cwd, s.title, s.first_prompt, s.events,"
     " s.failures, s.status, s.end_reason, s.compactions,"
-    " (SELECT count(*) FROM agents a WHERE a.session_id=s.session_id) FROM sessions s"
+    " (SELECT count(*) FROM agents a WHERE a.session_id=s.session_id), {host} FROM sessions s"
 )
 
 
@@ -96,17 +97,21 @@ def session_rows(
     id_prefix: str | None = None,
 ) -> list[tuple[Any, ...]]:
     """Catalog rows (id, first_ns, last_ns, cwd, title, first_prompt, events, failures, status,
-    end_reason, compactions, agents): one session by id (case-insensitive), those whose id
+    end_reason, compactions, agents, host): one session by id (case-insensitive), those whose id
     starts with `id_prefix`, or all, newest start first."""
+    # An index no writer of this version opened yet has no host column: its sessions are all
+    # Claude Code's.
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    select = _SESSION_ROW.format(host="s.host" if "host" in columns else "''")
     if session_id is not None:
-        return conn.execute(_SESSION_ROW + " WHERE lower(s.session_id)=?", (session_id,)).fetchall()
+        return conn.execute(select + " WHERE lower(s.session_id)=?", (session_id,)).fetchall()
     if id_prefix is not None:
         like = id_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         return conn.execute(
-            _SESSION_ROW + " WHERE lower(s.session_id) LIKE ? ESCAPE '\\' ORDER BY s.first_ns DESC",
+            select + " WHERE lower(s.session_id) LIKE ? ESCAPE '\\' ORDER BY s.first_ns DESC",
             (like,),
         ).fetchall()
-    sql = _SESSION_ROW + " ORDER BY s.first_ns DESC, s.session_id"
+    sql = select + " ORDER BY s.first_ns DESC, s.session_id"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return conn.execute(sql).fetchall()
@@ -127,6 +132,16 @@ def session_header(conn: sqlite3.Connection, session_id: str) -> tuple[str, str,
         (session_id,),
     ).fetchone()
     return (str(row[0]), str(row[1]), int(row[2]), str(row[3])) if row else None
+
+
+@_guard("sessions")
+def session_host(conn: sqlite3.Connection, session_id: str) -> str:
+    """The client a session ran in: "claude" (Claude Code) or "codex"."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    if "host" not in columns:  # an index no writer of this version opened yet
+        return "claude"
+    row = conn.execute("SELECT host FROM sessions WHERE session_id=?", (session_id,)).fetchone()
+    return str(row[0]) if row and row[0] else "claude"
 
 
 @_guard("sessions")
@@ -218,9 +233,10 @@ def newest_activity_ns(conn: sqlite3.Connection, session_id: str) -> int:
 
 @_guard("entries")
 def session_prompts(conn: sqlite3.Connection, session_id: str, limit: int = 20) -> list[str]:
-    """The session's first prompts, oldest first."""
+    """The session's first prompts, oldest first (by event time)."""
     rows = conn.execute(
-        "SELECT text FROM entries WHERE session_id=? AND event='prompt' ORDER BY id LIMIT ?",
+        "SELECT text FROM entries WHERE session_id=? AND event='prompt'"
+        " ORDER BY ts_ns, pid LIMIT ?",
         (session_id, limit),
     )
     return [str(r[0]) for r in rows]

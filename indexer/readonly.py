@@ -69,6 +69,23 @@ def spool_lag(spool: Path, offsets: Mapping[str, int]) -> tuple[int, int]:
     return lag_bytes, lag_lines
 
 
+def unwritable_reason(root: Path) -> str:
+    """Why this process cannot write the state dir `root` ("read-only file system", "not
+    writable by you", "disk full"), or "" if it can (or if `root` does not exist yet)."""
+    try:
+        fs = os.statvfs(root)
+    except OSError:
+        return ""
+    if fs.f_flag & os.ST_RDONLY:
+        return "read-only file system"
+    if not os.access(root, os.W_OK):
+        return "not writable by you"
+    # Root may still write into the blocks the file system keeps for it (ext4).
+    if fs.f_bavail == 0 and (os.geteuid() != 0 or fs.f_bfree == 0):
+        return "disk full"
+    return ""
+
+
 def connect_readonly(index_db: Path) -> sqlite3.Connection | None:
     """A read-only connection, or None if there is no index or it has another schema."""
     try:
@@ -87,7 +104,8 @@ def connect_readonly(index_db: Path) -> sqlite3.Connection | None:
 
 
 def index_is_current(conn: sqlite3.Connection, spool: Path) -> bool:
-    """True if every complete spool line is indexed and every view is level with the index."""
+    """True if every complete spool line is indexed and every view is level with the index
+    (and in event-time order)."""
     offsets = dict(conn.execute("SELECT name, offset FROM files WHERE active=1").fetchall())
     for name, size in spool_sizes(spool).items():
         offset = offsets.get(name, 0)
@@ -98,7 +116,17 @@ def index_is_current(conn: sqlite3.Connection, spool: Path) -> bool:
     views_upto = int(row[0]) if row and row[0] else 0
     dirty = conn.execute("SELECT count(*) FROM dirty_views").fetchone()[0]
     rebuilding = conn.execute("SELECT 1 FROM meta WHERE key='views_rebuild'").fetchone()
-    return bool(views_upto == max_id and dirty == 0 and rebuilding is None)
+    return bool(
+        views_upto == max_id and dirty == 0 and rebuilding is None and not _unsorted_views(conn)
+    )
+
+
+def _unsorted_views(conn: sqlite3.Connection) -> bool:
+    """True if a view waits to be put back in event-time order (indexer.view_order)."""
+    try:
+        return conn.execute("SELECT 1 FROM unsorted_views LIMIT 1").fetchone() is not None
+    except sqlite3.OperationalError:  # an index no writer of this version has opened yet
+        return False
 
 
 def latest_session_with_agent(conn: sqlite3.Connection, agent_id: str) -> str | None:
@@ -108,7 +136,7 @@ def latest_session_with_agent(conn: sqlite3.Connection, agent_id: str) -> str | 
         # "ctxd-orchestrator") are not the orchestrator's history.
         row = conn.execute(
             "SELECT session_id FROM entries WHERE agent_id='main' AND session_id NOT IN"
-            " ('ctxd-project-notes', 'ctxd-orchestrator') ORDER BY id DESC LIMIT 1"
+            " ('ctxd-project-notes', 'ctxd-orchestrator') ORDER BY ts_ns DESC, pid DESC LIMIT 1"
         ).fetchone()
     else:
         row = conn.execute(

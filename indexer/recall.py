@@ -20,10 +20,10 @@ __all__ = [
 def latest_agent_entries(
     conn: sqlite3.Connection, session_id: str, agent_id: str, limit: int
 ) -> list[StoredEntry]:
-    """The last `limit` entries of one agent in one session, oldest first."""
+    """The last `limit` entries of one agent in one session, oldest first (by event time)."""
     rows = conn.execute(
         f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id=? AND agent_id=?"
-        " ORDER BY id DESC LIMIT ?",
+        " ORDER BY ts_ns DESC, pid DESC LIMIT ?",
         (session_id, agent_id, limit),
     ).fetchall()
     return [row_to_entry(r) for r in reversed(rows)]

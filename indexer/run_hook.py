@@ -1,4 +1,4 @@
-"""What `ctxd init` installs: `python -I -S …/indexer/run_hook.py` runs the hook from bytecode."""
+"""The hook's entry script (`ctxd init` installs it, the plugin runs it): the hook from bytecode."""
 
 # A script is compiled from source on every run, and the hook's 370 lines took ~1.7 ms of
 # the ~9 ms an event costs; a module imported from it is compiled once into __pycache__.
@@ -7,6 +7,11 @@
 import os
 import sys
 
+if os.environ.get("CLAUDE_PLUGIN_ROOT"):
+    # Run by the Claude Code plugin, from Claude Code's copy of it: that folder is Claude
+    # Code's to remove, so the bytecode goes to the user's cache folder instead.
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    sys.pycache_prefix = os.path.join(cache, "ctxd", "pycache")
 sys.path.append(os.path.dirname(__file__))
 import hook  # type: ignore[import-not-found]
 

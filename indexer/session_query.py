@@ -42,9 +42,10 @@ def session_entry_count(conn: sqlite3.Connection, session_id: str) -> int:
 def session_entries(
     conn: sqlite3.Connection, session_id: str, limit: int
 ) -> list[store.StoredEntry]:
-    """The session's last `limit` entries, oldest first."""
+    """The session's last `limit` entries, oldest first (by event time)."""
     rows = conn.execute(
-        f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=? ORDER BY id DESC LIMIT ?",
+        f"SELECT {store.ENTRY_COLUMNS} FROM entries WHERE session_id=?"
+        " ORDER BY ts_ns DESC, pid DESC LIMIT ?",
         (session_id, limit),
     ).fetchall()
     return [store.row_to_entry(r) for r in reversed(rows)]

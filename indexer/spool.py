@@ -57,10 +57,15 @@ def repair_surrogates(line: bytes) -> bytes:
     return _LONE_SURROGATE.sub(rb"\\ufffd", line)
 
 
-# A line exactly as the hook writes it: version 1, no spaces, the event (an object) last.
+# A line exactly as the hook writes it: version 1, no spaces, an optional host, the event
+# (an object) last.
 _WRITTEN = re.compile(
-    rb'\{"ctxd":1,"ts_ns":(0|[1-9][0-9]{0,18}),"pid":(0|[1-9][0-9]{0,18}),"event":(?=\{)'
+    rb'\{"ctxd":1,"ts_ns":(0|[1-9][0-9]{0,18}),"pid":(0|[1-9][0-9]{0,18}),'
+    rb'(?:"host":"([a-z][a-z0-9_-]{0,31})",)?"event":(?=\{)'
 )
+# What a host name may be (a newer hook may name a client this version does not know: its
+# events are then read as Claude Code's).
+_HOST = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
 
 def written_envelope(line: bytes) -> Envelope | None:
@@ -77,7 +82,8 @@ def written_envelope(line: bytes) -> Envelope | None:
     ts_ns, pid = int(m[1]), int(m[2])
     if int64_error("ts_ns", ts_ns) or int64_error("pid", pid):
         return None
-    return Envelope(ENVELOPE_VERSION, ts_ns, pid, msgspec.Raw(memoryview(line)[m.end() : -1]))
+    raw = msgspec.Raw(memoryview(line)[m.end() : -1])
+    return Envelope(ENVELOPE_VERSION, ts_ns, pid, raw, m[3].decode() if m[3] else "")
 
 
 def decode_envelope(line: bytes) -> Envelope:
@@ -110,6 +116,8 @@ def decode_envelope(line: bytes) -> Envelope:
     bad_int = int64_error("ts_ns", env.ts_ns) or int64_error("pid", env.pid)
     if bad_int:
         raise LineError(bad_int)
+    if env.host and not _HOST.fullmatch(env.host):
+        raise LineError(f"bad host {env.host[:40]!r}")
     raw = bytes(env.event)
     tail = line.rstrip(b" \t\r")
     if not tail.endswith(b"}") or not tail[:-1].rstrip().endswith(raw):

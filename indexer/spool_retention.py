@@ -18,6 +18,7 @@ from indexer.tailer import Action, FileState, decide, observe
 __all__ = [
     "RetentionReport",
     "delete_segment",
+    "fully_indexed",
     "prune_quarantine",
     "prune_spool",
     "retention_due",
@@ -32,6 +33,8 @@ class RetentionReport:
 
     segments_deleted: list[str] = field(default_factory=list)
     segments_kept_unindexed: list[str] = field(default_factory=list)
+    segments_rewritten: list[str] = field(default_factory=list)  # some lines taken out
+    lines_removed: int = 0
     entries_deleted: int = 0
     sessions_deleted: int = 0
     quarantined_deleted: int = 0
@@ -90,7 +93,7 @@ def delete_segment(
         if not wanted(fd):
             return
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if not _fully_indexed(fd, stored):
+        if not fully_indexed(fd, stored):
             report.segments_kept_unindexed.append(name)
             return
         if os.stat(name, dir_fd=spool_fd, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
@@ -128,7 +131,8 @@ def prune_quarantine(
         return int(conn.execute("DELETE FROM quarantine WHERE ts_ns<?", (cutoff_ns,)).rowcount)
 
 
-def _fully_indexed(fd: int, stored: FileState | None) -> bool:
+def fully_indexed(fd: int, stored: FileState | None) -> bool:
+    """True if the open segment is the file `stored` describes, read to its last byte."""
     if stored is None:
         return False
     seen = observe(fd, stored.offset)

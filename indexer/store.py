@@ -19,6 +19,7 @@ from indexer.index_file import open_index
 from indexer.locks import lock_is_held
 from indexer.models import Entry
 from indexer.paths import StatePaths
+from indexer.session_catalog import ensure_host_column
 from indexer.tailer import FileState
 
 SCHEMA_VERSION = 1
@@ -53,7 +54,8 @@ CREATE TABLE IF NOT EXISTS sessions(
     cwd TEXT NOT NULL DEFAULT '', title TEXT NOT NULL DEFAULT '',
     first_prompt TEXT NOT NULL DEFAULT '', events INTEGER NOT NULL DEFAULT 0,
     failures INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'active',
-    end_reason TEXT NOT NULL DEFAULT '', compactions INTEGER NOT NULL DEFAULT 0);
+    end_reason TEXT NOT NULL DEFAULT '', compactions INTEGER NOT NULL DEFAULT 0,
+    host TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS agents(
     session_id TEXT NOT NULL, agent_id TEXT NOT NULL, agent_type TEXT NOT NULL,
     cc_agent_id TEXT NOT NULL DEFAULT '', tool_use_id TEXT NOT NULL DEFAULT '',
@@ -71,6 +73,16 @@ CREATE TABLE IF NOT EXISTS quarantine(
 CREATE TABLE IF NOT EXISTS dirty_views(session_id TEXT NOT NULL, view TEXT NOT NULL,
     PRIMARY KEY(session_id, view));
 """
+# Added since schema version 1 was first released: made in an older index when a writer opens
+# it. New columns get defaults (0: not known, for rows written before they existed).
+_LATER_TABLES = (
+    "CREATE TABLE IF NOT EXISTS unsorted_views(folder TEXT NOT NULL, file TEXT NOT NULL,"
+    " since_ns INTEGER NOT NULL, PRIMARY KEY(folder, file))",
+    # The Agent calls of a session, read by attribution when it loads the session: few rows.
+    "CREATE INDEX IF NOT EXISTS entries_agent_calls ON entries(session_id, tool_use_id)"
+    " WHERE event IN ('agent_start','agent_complete','agent_launched','agent_failed')",
+)
+_LATER_COLUMNS = {"sessions": ("first_prompt_ns", "status_ns")}
 
 ENTRY_COLUMNS = (
     "id, file_id, offset, line_no, ts_ns, pid, session_id, hook_event, event, agent_id,"
@@ -108,7 +120,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             # A larger page cache than the 2 MB default keeps the unique indexes' hot pages.
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             _migrate(conn)
+            _add_later_schema(conn)
             replace_old_tool_index(conn)  # an index from an older ctxd
+            ensure_host_column(conn)  # likewise
             search_index.ensure(conn)  # an older index gains its search index (backfilled)
         else:
             _check_version(conn, path)
@@ -132,6 +146,16 @@ def _migrate(conn: sqlite3.Connection) -> None:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def _add_later_schema(conn: sqlite3.Connection) -> None:
+    for statement in _LATER_TABLES:
+        conn.execute(statement)
+    for table, columns in _LATER_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if column not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
 
 
 def _check_version(conn: sqlite3.Connection, path: Path) -> None:
@@ -342,10 +366,10 @@ def entries_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> list[StoredEn
 def agent_entries(
     conn: sqlite3.Connection, session_id: str, agent_id: str, after_id: int = 0
 ) -> Iterator[StoredEntry]:
-    """One agent's entries in one session, oldest first."""
+    """One agent's entries in one session, in event-time order."""
     cur = conn.execute(
         f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id=? AND agent_id=? AND id>?"
-        " ORDER BY id",
+        " ORDER BY ts_ns, pid",
         (session_id, agent_id, after_id),
     )
     for row in cur:

@@ -41,10 +41,13 @@ def import_files(
     # Sampled only when the import is large enough: a re-run with little new reads in process.
     large = worker != "off" and importer.pending_bytes(paths) >= enough
     if large and (worker == "on" or core_is_idle()):
-        return ImportAhead(importer).run(paths, progress)
-    total = ImportStats()
-    for path in paths:
-        total.add(importer.import_file(path, progress))
+        total = ImportAhead(importer).run(paths, progress)
+    else:
+        total = ImportStats()
+        for path in paths:
+            total.add(importer.import_file(path, progress))
+    # Events older than what the views hold (a backfill): put in order once, at the end.
+    importer.writer.sort_views()
     return total
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 
 from indexer import store, transcript_store
+from indexer.codex_rollouts import CodexConverter
 from indexer.ingest_lines import Batch, take_converted
 from indexer.prepare import oversize_error
 from indexer.tailer import (
@@ -23,7 +24,7 @@ from indexer.tailer import (
     observe,
     read_chunk,
 )
-from indexer.transcript_prepare import Converted, prepare_transcript_lines
+from indexer.transcript_prepare import Converted, LineConverter, prepare_transcript_lines
 from indexer.transcript_records import Converter
 from indexer.writer import IndexWriter
 
@@ -67,7 +68,7 @@ class FileRun:
     pos: int = -1  # the end of the last batch stored, and its last line's number
     line_no: int = 0
     held: tuple[int, int] | None = None  # what the last batch stored held back
-    converter: Converter | None = None  # None while the prepare worker holds it
+    converter: LineConverter | None = None  # None while the prepare worker holds it
 
     def __post_init__(self) -> None:
         if self.pos < 0:
@@ -87,10 +88,12 @@ class Step:
 
 
 class TranscriptImporter:
-    """Imports transcript files into the index of a writer (its holder has the lock, I8)."""
+    """Imports transcript files into the index of a writer (its holder has the lock, I8):
+    Claude Code's transcripts, or with `host="codex"` Codex CLI's rollouts."""
 
-    def __init__(self, writer: IndexWriter) -> None:
+    def __init__(self, writer: IndexWriter, host: str = "") -> None:
         self.writer = writer
+        self.host = host
         self.conn = writer.conn
         self.config = writer.ingestor.config.ingest
         self.registry = writer.ingestor.registry
@@ -180,7 +183,9 @@ class TranscriptImporter:
                 self.store(run, step, converted)
             line_no = converted.line_no
 
-    def new_converter(self, run: FileRun) -> Converter:
+    def new_converter(self, run: FileRun) -> LineConverter:
+        if self.host == "codex":
+            return CodexConverter(str(run.path))
         return Converter(str(run.path), run.agent_type)
 
     def steps(self, run: FileRun, pos: int, line_no: int, *, count: bool = True) -> Iterator[Step]:
@@ -217,6 +222,7 @@ class TranscriptImporter:
             run.state.file_id,
             self.config,
             is_live=run.is_live,
+            host=self.host,
         )
 
     def store(self, run: FileRun, step: Step, converted: Converted) -> None:

@@ -8,14 +8,26 @@ the file in order.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import msgspec
 
 from indexer.config import IngestConfig
 from indexer.prepare import Prepared, failed, oversize_error, prepare_event, quarantined
-from indexer.transcript_records import IMPORT_PID, Converter, RecordError
+from indexer.transcript_records import IMPORT_PID, ImportedEvent, RecordError
 
-__all__ = ["ORPHAN_LINES", "Converted", "prepare_transcript_lines"]
+__all__ = ["ORPHAN_LINES", "Converted", "LineConverter", "prepare_transcript_lines"]
+
+
+class LineConverter(Protocol):
+    """What turns one transcript's lines, in order, into hook events: Claude Code's
+    (transcript_records.Converter) or Codex's (codex_rollouts.CodexConverter)."""
+
+    def convert(self, data: bytes, offset: int, line_no: int) -> list[ImportedEvent]: ...
+
+    def oldest_pending(self, *, with_text: bool) -> tuple[int, int] | None: ...
+
+    def forget_older_than(self, line_no: int) -> None: ...
 
 # A tool call still without its result this many lines later never gets one (the session was
 # killed mid-call): stop holding the committed offset back for it.
@@ -38,7 +50,7 @@ class Converted(msgspec.Struct, array_like=True, gc=False):
 
 
 def prepare_transcript_lines(
-    converter: Converter,
+    converter: LineConverter,
     buf: bytes | memoryview,
     end: int,
     pos: int,
@@ -47,9 +59,11 @@ def prepare_transcript_lines(
     cfg: IngestConfig,
     *,
     is_live: bool,
+    host: str = "",
 ) -> Converted:
     """Prepare the lines of `buf` (read at `pos`, after line `line_no`) up to `end`, just after
-    a line's b"\\n"; then give up on calls too old to get a result, and say what is held."""
+    a line's b"\\n"; then give up on calls too old to get a result, and say what is held.
+    `host` names the client that wrote the transcript ("" Claude Code, "codex")."""
     data = bytes(buf[:end]) if isinstance(buf, memoryview) else buf
     out = Converted([], [], line_no, None, [])
     start = 0
@@ -57,7 +71,7 @@ def prepare_transcript_lines(
     while start < end:
         stop = find(b"\n", start)
         line_no += 1
-        _line(out, converter, data[start:stop], pos + start, line_no, file_id, cfg)
+        _line(out, converter, data[start:stop], pos + start, line_no, file_id, cfg, host)
         start = stop + 1
     out.line_no = line_no
     converter.forget_older_than(line_no - ORPHAN_LINES)
@@ -69,12 +83,13 @@ def prepare_transcript_lines(
 
 def _line(
     out: Converted,
-    converter: Converter,
+    converter: LineConverter,
     data: bytes,
     offset: int,
     line_no: int,
     file_id: int,
     cfg: IngestConfig,
+    host: str,
 ) -> None:
     if not data or data.isspace():  # isspace stops at the first other byte
         return
@@ -100,6 +115,7 @@ def _line(
                 event.event_json,
                 file_id,
                 cfg,
+                host,
             )
         )
         out.sources.append(event.event_json)

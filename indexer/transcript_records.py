@@ -12,6 +12,7 @@ import msgspec
 from indexer.models import HookPayload
 from indexer.normalize import AGENT_TOOLS, reads_response
 from indexer.spool import repair_surrogates
+from indexer.transcript_sidechains import Sidechains
 
 # Imported events carry pid 0 in their envelope: no hook process ever has pid 0, so an
 # imported event can never take the (ts_ns, pid) key of a captured one.
@@ -53,6 +54,7 @@ class TranscriptLine(msgspec.Struct, frozen=True, gc=False):
 
     type: str = ""
     uuid: str = ""
+    parentUuid: str | None = None
     sessionId: str = ""
     timestamp: str = ""
     cwd: str = ""
@@ -135,6 +137,10 @@ class Converter:
     # already given: a turn's end is marked by up to two system lines).
     last_text: str | None = None
     last_text_at: tuple[int, int] = (0, 0)  # its line's offset and the lines before it
+    # 1.0.x subagents' lines, inline in this file (transcript_sidechains).
+    sidechains: Sidechains = field(default_factory=Sidechains)
+    # The subagent (its Claude Code id or chain id, and type) of the line being converted.
+    _agent: tuple[str, str] | None = None
 
     def convert(self, data: bytes, offset: int, line_no: int) -> list[ImportedEvent]:
         """The hook events of one transcript line, with the payloads a hook would have sent.
@@ -147,6 +153,14 @@ class Converter:
             rec = _decode_odd(data)
         if rec is None:
             return []
+        if rec.agentId:  # a line of a subagent's own transcript (2.x)
+            self._agent = (rec.agentId, self.agent_type)
+        elif rec.isSidechain:  # a 1.0.x subagent's line, inline in the main transcript
+            first = rec.type == "user" and not rec.parentUuid
+            prompt = _text(_message(rec).content) if first else None
+            self._agent = self.sidechains.agent_of(rec.uuid, rec.parentUuid, prompt)
+        else:
+            self._agent = None
         if rec.type == "user":
             return self._user(rec)
         if rec.type == "assistant":
@@ -244,7 +258,11 @@ class Converter:
         return [self._line(rec, "Stop", {"last_assistant_message": text})]
 
     def _prompt(self, rec: TranscriptLine, prompt: str) -> list[ImportedEvent]:
-        if rec.isMeta or not prompt.strip() or prompt.startswith(_NOT_PROMPTS):
+        # A subagent's instructions (and later messages to it) come from the orchestrator:
+        # no UserPromptSubmit fires for them, and its Agent call holds the prompt already.
+        if self._agent is not None or rec.isMeta or not prompt.strip():
+            return []
+        if prompt.startswith(_NOT_PROMPTS):
             return []
         return [self._line(rec, "UserPromptSubmit", {"prompt": prompt})]
 
@@ -263,6 +281,8 @@ class Converter:
             self.pending[block.id] = ToolCall(block.name, tool_input, offset, line_no)
             # Live hooks see PreToolUse of the Agent tool only (its matcher in `ctxd init`).
             if block.name in AGENT_TOOLS:
+                if self._agent is None:
+                    self.sidechains.task_called(block.id, tool_input)
                 fields = {
                     "tool_name": block.name,
                     "tool_use_id": block.id,
@@ -280,9 +300,8 @@ class Converter:
         }
         if rec.permissionMode:
             payload["permission_mode"] = rec.permissionMode
-        if rec.agentId:  # a line of a subagent's own transcript
-            payload["agent_id"] = rec.agentId
-            payload["agent_type"] = self.agent_type
+        if self._agent is not None:  # a subagent's line
+            payload["agent_id"], payload["agent_type"] = self._agent
         payload.update(fields)  # a SubagentStart/Stop names its agent itself
         key = f"{rec.uuid}\x00{event}\x00{fields.get('tool_use_id') or fields.get('agent_id', '')}"
         ts_ns = event_ts_ns(rec.timestamp, key)

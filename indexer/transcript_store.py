@@ -26,12 +26,13 @@ CREATE TABLE IF NOT EXISTS transcript_files(
 # A compaction's hook fires before the summary is written, which can take minutes.
 MATCH_WINDOW_NS = {
     "UserPromptSubmit": 120 * 10**9,
+    "SubagentPrompt": 120 * 10**9,  # Codex's (indexer.codex_payloads)
     "Stop": 120 * 10**9,
     "PreCompact": 600 * 10**9,
     "PostCompact": 600 * 10**9,
 }
 
-_SAME_TEXT = frozenset({"UserPromptSubmit", "Stop"})
+_SAME_TEXT = frozenset({"UserPromptSubmit", "SubagentPrompt", "Stop"})
 # A subagent's start and stop name it by Claude Code's agent id: the same id is the same event.
 _SAME_AGENT = frozenset({"SubagentStart", "SubagentStop"})
 

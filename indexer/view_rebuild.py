@@ -13,10 +13,10 @@ import os
 import sqlite3
 from pathlib import Path
 
-from indexer import safefs, store
+from indexer import safefs, store, view_order
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths, ensure_private_dir
-from indexer.view_writer import ViewWriter, append_after, refuse_symlink
+from indexer.view_writer import ViewWriter, refuse_symlink
 
 MARKER = "views_rebuild"
 SHADOW = "views.new"
@@ -53,7 +53,7 @@ def rebuild(conn: sqlite3.Connection, paths: StatePaths) -> int:
     ensure_private_dir(shadow, paths.root)
     writer = ViewWriter(_ShadowPaths(paths.root))
     try:
-        written, _ = append_after(conn, writer, 0)
+        written = writer.append_sorted(view_order.sorted_entries(conn))
     finally:
         writer.close()
     # Every step below works on directory fds walked from the state dir (indexer.safefs): a
@@ -70,6 +70,7 @@ def rebuild(conn: sqlite3.Connection, paths: StatePaths) -> int:
         os.close(shadow_fd)
     safefs.rmtree(paths.root, shadow)
     conn.execute("DELETE FROM dirty_views")
+    conn.execute("DELETE FROM unsorted_views")
     store.set_meta(conn, "views_upto", str(store.max_entry_id(conn)))
     conn.execute("DELETE FROM meta WHERE key=?", (MARKER,))
     return written

@@ -18,6 +18,7 @@ from indexer.fileio import write_all, write_atomic
 from indexer.models import Entry, ViewLine
 from indexer.paths import FILE_MODE, StatePaths, check_session_id, is_valid_view_name
 from indexer.store import StoredEntry
+from indexer.view_lines import NOTHING, head_before, last_line_of_fd, upper_bound
 
 log = logging.getLogger("ctxd.views")
 
@@ -27,11 +28,8 @@ ALL_AGENT_INSTRUCTIONS = "all-agent-instructions.jsonl"
 _ENCODER = msgspec.json.Encoder()
 
 
-class _SeqOnly(msgspec.Struct):
-    seq: int = 0
-
-
-_SEQ = msgspec.json.Decoder(_SeqOnly)
+# A view line as the writer holds it before writing: (seq, (ts_ns, pid), its bytes).
+_Line = tuple[int, tuple[int, int], bytes]
 
 
 # Events come in bursts within a minute (an imported session's: seconds apart): the date and
@@ -70,6 +68,11 @@ def view_line(entry_id: int, e: Entry) -> ViewLine:
     )
 
 
+def encode_line(se: StoredEntry) -> bytes:
+    """The bytes of one entry's view line, b"\\n" included."""
+    return _ENCODER.encode(view_line(se.id, se.entry)) + b"\n"
+
+
 # A view file by (its folder, its name): the folder is a session id, or "" for the sessions
 # folder itself (the project-wide instruction view). Strings, not Paths: building a Path per
 # entry cost more than formatting its line.
@@ -78,10 +81,10 @@ _Key = tuple[str, str]
 
 def view_files(paths: StatePaths, e: Entry) -> list[Path]:
     """Every view file an entry belongs to."""
-    return [_key_path(paths, key) for key in _view_keys(e)]
+    return [_key_path(paths, key) for key in view_keys(e)]
 
 
-def _view_keys(e: Entry) -> tuple[_Key, ...]:
+def view_keys(e: Entry) -> tuple[_Key, ...]:
     """The (folder, file name) keys of every view file an entry belongs to."""
     check_session_id(e.session_id)
     name = e.agent_id if e.agent_id != "main" and is_valid_view_name(e.agent_id) else "main"
@@ -97,12 +100,20 @@ def _key_path(paths: StatePaths, key: _Key) -> Path:
 
 
 _MAX_OPEN_VIEWS = 128
+_SORTED_CHUNK = 20000  # entries grouped per write by append_sorted
 _MAX_OPEN_DIRS = 32
 _FILE_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class ViewWriter:
-    """Appends entries to their view files; remembers each file's last seq once read.
+    """Appends entries to their view files; remembers where each file stands once read.
+
+    A view holds its entries in event-time order, (ts_ns, pid), whatever order they were stored
+    in. Entries come in id order, which is event-time order but for an event stored after later
+    ones (a transcript imported after the hooks captured the rest of its session, two hooks
+    racing for the spool): such a line is appended all the same and its view is noted in
+    `unsorted` with the time from which it must be put in order (indexer.view_order does that
+    once per pass, not once per batch).
 
     Keeps up to `_MAX_OPEN_VIEWS` view files and `_MAX_OPEN_DIRS` session folders open (least
     recently used closed first): opening a file costs far more than appending a few lines to
@@ -112,13 +123,20 @@ class ViewWriter:
 
     def __init__(self, paths: StatePaths) -> None:
         self.paths = paths
+        # Every entry of the view with an id up to this one is in the file.
         self._last_seq: dict[_Key, int] = {}
+        # The (ts_ns, pid) of the newest event in the file, or an upper bound of it.
+        self._newest: dict[_Key, tuple[int, int]] = {}
+        # Views whose `_last_seq` was read from the file's last line: a line skipped as
+        # already there was written before a crash, in whatever order.
+        self._from_file: set[_Key] = set()
+        self.unsorted: dict[_Key, int] = {}  # view -> ts_ns from which it is out of order
         self._fds: dict[_Key, int] = {}  # insertion order = least recently used first
         self._dirs: dict[str, int] = {}  # the same, for folders
 
     def append(self, entries: Iterable[StoredEntry]) -> int:
         """Append entries (ascending ids) to their views; return lines written."""
-        groups: dict[_Key, list[tuple[int, bytes]]] = {}
+        groups: dict[_Key, list[_Line]] = {}
         targets: dict[tuple[str, str, str], tuple[_Key, ...]] = {}
         for se in entries:
             e = se.entry
@@ -126,16 +144,16 @@ class ViewWriter:
             key = (e.session_id, e.agent_id, event if event in INSTRUCTION_EVENTS else "")
             files = targets.get(key)
             if files is None:
-                files = targets[key] = _view_keys(e)
-            line = _ENCODER.encode(view_line(se.id, e)) + b"\n"
+                files = targets[key] = view_keys(e)
+            item = (se.id, (e.ts_ns, e.pid), _ENCODER.encode(view_line(se.id, e)) + b"\n")
             for name in files:
                 group = groups.get(name)
                 if group is None:
-                    groups[name] = [(se.id, line)]
+                    groups[name] = [item]
                 else:
-                    group.append((se.id, line))
+                    group.append(item)
         written = 0
-        for name, lines in groups.items():
+        for name, group in groups.items():
             try:
                 fd = self._fd(name)
             except (StateDirError, OSError) as e:
@@ -145,27 +163,73 @@ class ViewWriter:
                 continue
             last = self._last_seq.get(name)
             if last is None:
-                last = self._last_seq[name] = last_seq_of_fd(fd)
-            if lines[0][0] > last:
-                write_all(fd, b"".join([line for _, line in lines]))
-                written += len(lines)
-            else:  # after a crash mid-catch-up: part of these lines is in the file already
-                fresh = [line for seq, line in lines if seq > last]
-                if not fresh:
-                    continue
-                write_all(fd, b"".join(fresh))
-                written += len(fresh)
-            self._last_seq[name] = lines[-1][0]
+                last = self._read_position(name, fd)
+            fresh = group if group[0][0] > last else self._not_written(name, group, last)
+            if not fresh:
+                continue
+            newest = self._newest[name]
+            for _, event_key, _ in fresh:
+                if event_key < newest:
+                    self._note_unsorted(name, event_key[0])
+                else:
+                    newest = event_key
+            write_all(fd, b"".join([line for _, _, line in fresh]))
+            written += len(fresh)
+            self._last_seq[name] = fresh[-1][0]
+            self._newest[name] = newest
         return written
 
+    def _not_written(self, name: _Key, group: list[_Line], last: int) -> list[_Line]:
+        """The lines of `group` after seq `last`: after a crash mid-catch-up, part of them is
+        in the file already, written in whatever order (so noted for ordering)."""
+        if name in self._from_file:
+            self._note_unsorted(name, min(key[0] for seq, key, _ in group if seq <= last))
+        return [item for item in group if item[0] > last]
+
+    def append_sorted(self, entries: Iterable[StoredEntry]) -> int:
+        """Write entries given in event-time order to views that start empty (a rebuild);
+        return lines written."""
+        written = 0
+        groups: dict[_Key, list[bytes]] = {}
+        for n, se in enumerate(entries, 1):
+            line = encode_line(se)
+            for name in view_keys(se.entry):
+                groups.setdefault(name, []).append(line)
+            if n % _SORTED_CHUNK == 0:
+                written += self._write_groups(groups)
+                groups = {}
+        return written + self._write_groups(groups)
+
+    def _write_groups(self, groups: dict[_Key, list[bytes]]) -> int:
+        written = 0
+        for name, lines in groups.items():
+            try:
+                fd = self._fd(name)
+            except (StateDirError, OSError) as e:
+                if not _is_refusal(e):
+                    raise
+                refuse_symlink(_key_path(self.paths, name), e)
+                continue
+            write_all(fd, b"".join(lines))
+            written += len(lines)
+        return written
+
+    def take_unsorted(self) -> dict[_Key, int]:
+        """The views noted out of order since the last call (the caller stores them)."""
+        found, self.unsorted = self.unsorted, {}
+        return found
+
     def rebuild(self, conn: sqlite3.Connection, session_id: str, view: str) -> None:
-        """Rewrite one agent view from the index (atomic replace)."""
+        """Rewrite one agent view from the index, in event-time order (atomic replace)."""
         path = self.paths.session_dir(session_id) / f"{view}.jsonl"
-        chunks = [
-            _ENCODER.encode(view_line(se.id, se.entry)) + b"\n"
-            for se in store.agent_entries(conn, session_id, view)
-        ]
-        self._drop((session_id, f"{view}.jsonl"))  # an open fd would keep writing to the old file
+        name = (session_id, f"{view}.jsonl")
+        upto = store.max_entry_id(conn)
+        chunks = []
+        newest = NOTHING
+        for se in store.agent_entries(conn, session_id, view):
+            chunks.append(encode_line(se))
+            newest = (se.entry.ts_ns, se.entry.pid)
+        self._drop(name)  # an open fd would keep writing to the old file
         try:
             if chunks:
                 write_atomic(path, b"".join(chunks), root=self.paths.root)
@@ -173,6 +237,50 @@ class ViewWriter:
                 safefs.unlink(self.paths.root, path)
         except StateDirError as e:
             refuse_symlink(path, e)
+            return
+        # Every entry of the view stored so far is in it, in order: the batch's own entries,
+        # appended next, are skipped by their ids.
+        self._last_seq[name], self._newest[name] = upto, newest
+
+    def cut_tail(self, name: _Key, since: str) -> bool:
+        """Cut a view just before its first line stamped `since` (an ISO time as view lines
+        have it) or later, where the head before it is in order; False if the view is refused
+        (a symlink on its way) or gone. Forgets where the view stood: the caller rewrites its
+        tail."""
+        if name not in self._fds and not os.path.lexists(_key_path(self.paths, name)):
+            return False  # deleted, or emptied by an agent move (`rebuild`): nothing to order
+        try:
+            fd = self._fd(name)
+        except (StateDirError, OSError) as e:
+            if not _is_refusal(e):
+                raise
+            refuse_symlink(_key_path(self.paths, name), e)
+            return False
+        os.ftruncate(fd, head_before(fd, since))
+        self.forget_view(name)
+        return True
+
+    def write_lines(self, name: _Key, data: bytes) -> None:
+        """Append whole lines to a view opened by `cut_tail`."""
+        write_all(self._fd(name), data)
+
+    def drop_if_empty(self, name: _Key) -> None:
+        """Remove a view left with no line (its entries all moved to another agent), as
+        `rebuild` does: a view file exists only for an agent with entries."""
+        fd = self._fds.get(name)
+        if fd is not None and os.fstat(fd).st_size == 0:
+            self._drop(name)
+            path = _key_path(self.paths, name)
+            try:
+                safefs.unlink(self.paths.root, path)
+            except StateDirError as e:
+                refuse_symlink(path, e)
+
+    def forget_view(self, name: _Key) -> None:
+        """Drop what is remembered of one view's position (it is read again when next used)."""
+        self._last_seq.pop(name, None)
+        self._newest.pop(name, None)
+        self._from_file.discard(name)
 
     def forget(self) -> None:
         """Close open views and folders and drop remembered positions (files changed behind
@@ -181,6 +289,8 @@ class ViewWriter:
             self._drop(name)
         self._close_dirs()
         self._last_seq.clear()
+        self._newest.clear()
+        self._from_file.clear()
 
     def close(self) -> None:
         """Close every open view file."""
@@ -222,7 +332,20 @@ class ViewWriter:
         fd = self._fds.pop(name, None)
         if fd is not None:
             os.close(fd)
-        self._last_seq.pop(name, None)
+        self.forget_view(name)
+
+    def _read_position(self, name: _Key, fd: int) -> int:
+        """Where a view stands, from its last line that parses (a torn tail is cut first)."""
+        last = last_line_of_fd(fd)
+        self._last_seq[name] = last.seq
+        self._newest[name] = upper_bound(last.timestamp) if last.seq else NOTHING
+        self._from_file.add(name)
+        return last.seq
+
+    def _note_unsorted(self, name: _Key, ts_ns: int) -> None:
+        since = self.unsorted.get(name)
+        if since is None or ts_ns < since:
+            self.unsorted[name] = ts_ns
 
 
 def _is_refusal(error: Exception) -> bool:
@@ -248,26 +371,3 @@ def refuse_symlink(path: Path, error: Exception) -> None:
     """Skip a view whose folder or file is a symlink: the index keeps every entry, and
     `ctxd rebuild` writes the view once the link is gone (`ctxd doctor` lists such links)."""
     log.warning("view %s not written: %s", path, error)
-
-
-def last_seq_of_fd(fd: int) -> int:
-    """last_seq on an open (read-write) file descriptor."""
-    size = os.fstat(fd).st_size
-    block = 4096
-    while size:
-        start = max(0, size - block)
-        data = os.pread(fd, size - start, start)
-        end = data.rfind(b"\n")
-        if end + 1 != len(data) and (end >= 0 or start == 0):
-            size = start + end + 1  # a torn tail from a crash mid-append: cut it off
-            os.ftruncate(fd, size)
-            continue
-        prev = data.rfind(b"\n", 0, max(end, 0))
-        if prev < 0 and start > 0:
-            block *= 4  # the last line is longer than the block
-            continue
-        try:
-            return _SEQ.decode(data[prev + 1 : end]).seq
-        except (msgspec.DecodeError, ValueError):
-            return 0
-    return 0

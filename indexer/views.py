@@ -3,6 +3,8 @@
 Each view line carries `seq`, the entry's id in the index. A view is caught up by reading the
 `seq` of its last complete line and appending only later entries, so a crash between an append
 and the index's bookkeeping never writes a line twice; a torn last line is cut off first.
+A view lists its entries in event-time order: one given an older event than its newest is put
+back in order at the end of the pass (indexer.view_order).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from indexer import store, view_rebuild
+from indexer import store, view_order, view_rebuild
 from indexer.paths import StatePaths
 from indexer.store import StoredEntry
 from indexer.view_writer import (
@@ -30,6 +32,7 @@ __all__ = [
     "catch_up",
     "iso_utc",
     "rebuild_all",
+    "sort_pending",
     "view_files",
 ]
 
@@ -59,7 +62,19 @@ def catch_up(
         upto = known[-1].id
     more, upto = append_after(conn, writer, upto)
     store.set_meta(conn, "views_upto", str(upto))
+    unsorted = writer.take_unsorted()
+    if unsorted:  # with the watermark: a kill after the appends cannot lose the note
+        view_order.note(conn, unsorted)
     return written + more
+
+
+def sort_pending(conn: sqlite3.Connection, writer: ViewWriter) -> int:
+    """Put the views noted out of order back in event-time order (call at the end of a pass,
+    outside a transaction); return lines written."""
+    if not view_order.pending(conn):
+        return 0
+    with store.transaction(conn):
+        return view_order.sort_views(conn, writer)
 
 
 def _as_stored(

@@ -12,15 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer import safefs, store, views
+from indexer.cli_queries import spool_behind
 from indexer.config import Config, load_config
 from indexer.errors import IndexBusyError, StateDirError, translate_sqlite_errors
 from indexer.fileio import sweep_temp_files
 from indexer.ingest import Ingestor, IngestStats
 from indexer.locks import flock_within, lock_is_held
 from indexer.paths import StatePaths
-from indexer.readonly import complete_size, spool_lag, spool_sizes
+from indexer.readonly import complete_size, spool_lag, spool_sizes, unwritable_reason
 from indexer.release import LARGE_PASS_LINES, release_memory
 from indexer.spool_retention import prune_quarantine, prune_spool, retention_due
+from indexer.tailer import FileState
 
 log = logging.getLogger("ctxd.writer")
 
@@ -58,6 +60,7 @@ class CatchUpResult:
     stats: IngestStats
     by_daemon: bool
     caught_up: bool
+    read_only: str = ""  # why nothing could be indexed: the state dir cannot be written
 
 
 class IndexWriter:
@@ -85,10 +88,17 @@ class IndexWriter:
         return ""
 
     def start(self) -> int:
-        """Startup duties: sweep stale temp files, bring views level with the index."""
+        """Startup duties: sweep stale temp files, bring views level with the index (and in
+        order, if a kill came before a pass could order them)."""
         sweep_temp_files(self.paths.root)
         with store.transaction(self.conn):
-            return views.catch_up(self.conn, self.views)
+            written = views.catch_up(self.conn, self.views)
+        return written + self.sort_views()
+
+    def sort_views(self) -> int:
+        """Put the views a pass gave older events than their newest back in event-time order
+        (at the end of a pass or an import: once, however many batches did it)."""
+        return views.sort_pending(self.conn, self.views)
 
     def prune(self, now: float | None = None) -> None:
         """Spool and quarantine retention at the end of an ingest, at most once per
@@ -109,9 +119,18 @@ class IndexWriter:
         stats = self.ingestor.run_once()
         if stats.inserted or stats.anomalies:
             self._write_views(stats)
+        self.sort_views()
         if stats.lines >= LARGE_PASS_LINES:
             release_memory(self.conn)
         return stats
+
+    def pass_file(self, name: str) -> FileState | None:
+        """One ingest pass over the spool segment `name` alone, with its views; how far the
+        index has read that segment now (None if it is not tracked)."""
+        stats = self.ingestor.run_file(name)
+        if stats.inserted or stats.anomalies:
+            self._write_views(stats)
+        return store.active_files(self.conn).get(name)
 
     def _write_views(self, batch: IngestStats) -> None:
         with store.transaction(self.conn):
@@ -138,6 +157,9 @@ def catch_up(
     Otherwise wait (up to `wait_s`) until the daemon's offsets reach the spool sizes seen now.
     """
     if not is_locked(paths):
+        read_only = unwritable_reason(paths.root)
+        if read_only:  # the index stays as it is: readers answer from it, and say so
+            return CatchUpResult(IngestStats(), False, spool_behind(paths) == 0, read_only)
         try:
             with writer_lock(paths, wait_s=0.5):
                 writer = open_writer(paths, config)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             f"CI=true but the real-payload corpus is missing at {CORPUS}/hooks: put it next to "
             "the checkout (../shared/corpus) or set CTXD_TEST_CORPUS"
         )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_xdg_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A hook that cannot spool an event counts it in the user's state folder when it cannot
+    write the state dir: in tests, a folder of this run's own, never the real home's."""
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = before
 
 
 @pytest.fixture

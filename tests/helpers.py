@@ -112,10 +112,11 @@ def checkout_copy(dest: Path) -> Path:
         check=True,
     ).stdout.split(b"\0")
     for rel in filter(None, files):
-        src = REPO / os.fsdecode(rel)
-        if src.is_file():
-            target = dest / os.fsdecode(rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
+        src, target = REPO / os.fsdecode(rel), dest / os.fsdecode(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():  # git keeps links as links (the plugin's folder is made of them)
+            target.symlink_to(os.readlink(src))
+        elif src.is_file():
             target.write_bytes(src.read_bytes())
             target.chmod(src.stat().st_mode & 0o777)
     return dest
@@ -210,6 +211,7 @@ def import_transcripts(state_dir: Path, files: list[Path]) -> Any:
             total = ImportStats()
             for f in files:
                 total.add(importer.import_file(f))
+            writer.sort_views()  # what an import does at its end (transcript_ahead.import_files)
             return total
         finally:
             writer.close()

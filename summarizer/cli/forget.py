@@ -7,23 +7,25 @@ import calendar
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from indexer import (
     RetentionReport,
-    delete_segment,
     history,
     is_segment_name,
     purge,
     query,
     rebuild_all,
+    rewrite_segment,
     safefs,
+    session_of,
 )
 from indexer.agentid import is_valid_agent_id
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, check_session_id
 from indexer.session_query import agents_of_sessions
-from indexer.writer import open_writer, writer_lock
+from indexer.writer import IndexWriter, open_writer, writer_lock
 from summarizer.common.cliargs import state_paths
 from summarizer.handoff.account import write_accounts
 from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
@@ -50,6 +52,11 @@ _SESSION_TABLES = (
 )
 
 
+# Passes over the whole spool before lines are taken out: hooks may append all along, and
+# each segment to rewrite is brought level under its own append lock anyway.
+_DRAIN_PASSES = 3
+
+
 @dataclass
 class ForgetReport:
     """What one forget run deleted, and the spool segments it had to keep."""
@@ -68,13 +75,18 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
         writer = open_writer(paths)
         try:
             writer.start()
-            while writer.pass_once().lines:  # everything indexed: segments may then go
-                pass
+            # Index what is there; a segment that hooks keep appending to is brought level
+            # again under its append lock before lines are taken out of it.
+            for _ in range(_DRAIN_PASSES):
+                if not writer.pass_once().lines:
+                    break
             conn = writer.conn
             report.sessions = _sessions(conn, paths, session_id, before_ns)
             agents = agents_of_sessions(conn, report.sessions)
+            # The spool first: if this run is cut short, the rows left still name the
+            # session, so running forget again finishes the job.
+            _forget_spool(paths, writer, report, before_ns)
             report.rows = _delete_rows(conn, report.sessions, before_ns)
-            _delete_spool(paths, conn, report, before_ns)
             for sid in report.sessions:
                 for folder in (
                     paths.sessions / sid,
@@ -125,6 +137,8 @@ def _named_session(conn: sqlite3.Connection, paths: StatePaths, ref: str) -> str
     )
     if purge.session_has_rows(conn, sid, _SESSION_TABLES) or any(map(os.path.lexists, left)):
         return sid
+    if _in_spool(paths, sid):  # an earlier run kept a segment it could not rewrite
+        return sid
     try:
         info = resolve_session(conn, ref)
     except SessionNotFoundError:
@@ -135,6 +149,22 @@ def _named_session(conn: sqlite3.Connection, paths: StatePaths, ref: str) -> str
         f"{ref!r} is not a whole session id: to forget session {info.session_id} "
         f"({info.stamp}), give its whole id"
     )
+
+
+def _in_spool(paths: StatePaths, sid: str) -> bool:
+    needle = f'"{sid}"'.encode()
+    try:
+        names = [n for n in os.listdir(paths.spool) if n.endswith(".jsonl")]
+    except FileNotFoundError:
+        return False
+    for name in names:
+        try:
+            data = safefs.read_bytes(paths.root, paths.spool / name)
+        except (OSError, CtxdError):
+            continue
+        if needle in data:
+            return True
+    return False
 
 
 def _delete_rows(conn: sqlite3.Connection, sessions: list[str], before_ns: int | None) -> int:
@@ -148,36 +178,64 @@ def _delete_rows(conn: sqlite3.Connection, sessions: list[str], before_ns: int |
     return count
 
 
-def _delete_spool(
-    paths: StatePaths, conn: sqlite3.Connection, report: ForgetReport, before_ns: int | None
+def _forget_spool(
+    paths: StatePaths, writer: IndexWriter, report: ForgetReport, before_ns: int | None
 ) -> None:
-    """Delete every indexed segment that holds a forgotten session (its other sessions are
-    indexed already: the spool is only their buffer), or whose hour is before the date."""
-    needles = [b'"' + sid.encode() + b'"' for sid in report.sessions]
+    """Take the forgotten sessions' lines out of every indexed segment; the other sessions'
+    lines stay, so that a rebuild from the spool still gives them back. With a date, the
+    hours before it keep only the lines of the sessions that stay in the index (not those of
+    sessions retention dropped already, nor lines that are no event at all)."""
+    conn = writer.conn
     known = history.active_files(conn)
+    staying = frozenset(query.session_ids_active_since(conn, before_ns or 0) if before_ns else ())
     try:
         names = sorted(n for n in os.listdir(paths.spool) if n.endswith(".jsonl"))
     except FileNotFoundError:
         return
-
-    def holds(fd: int, name: str) -> bool:
-        if before_ns is not None and is_segment_name(name):
-            try:
-                hour = calendar.timegm(time.strptime(name[:11], "%Y%m%dT%H"))
-            except ValueError:
-                hour = None
-            if hour is not None and (hour + 3600) * 10**9 <= before_ns:
-                return True
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read()
-        return any(n in data for n in needles)
-
     for name in names:
+        if before_ns is not None and _before(name, before_ns):
+            drop = _not_of(staying)
+        else:
+            drop = _of(report.sessions)
+        rewrite_segment(conn, paths, name, known.get(name), report.spool, drop, writer.pass_file)
 
-        def wanted(fd: int, name: str = name) -> bool:
-            return holds(fd, name)
 
-        delete_segment(conn, paths, name, known.get(name), report.spool, wanted)
+def _of(sessions: list[str]) -> Callable[[bytes], bool]:
+    """Whether a spool line goes: its event is of a forgotten session, or it is no event (a
+    line the quarantine holds) and names one."""
+    forgotten = frozenset(sessions)
+    needles = [f'"{sid}"'.encode() for sid in sessions]
+
+    def drop(line: bytes) -> bool:
+        mentions = any(n in line for n in needles)
+        # Only a \u escape could spell a session id otherwise: its characters are ASCII.
+        if not (mentions or (forgotten and b"\\u" in line)):
+            return False
+        session = session_of(line)
+        return mentions if session is None else session in forgotten
+
+    return drop
+
+
+def _not_of(staying: frozenset[str]) -> Callable[[bytes], bool]:
+    """Whether a spool line of an hour before the date goes: it is not an event of a session
+    that stays."""
+
+    def drop(line: bytes) -> bool:
+        return session_of(line) not in staying
+
+    return drop
+
+
+def _before(name: str, before_ns: int) -> bool:
+    """True if the hour segment `name` ends before `before_ns`."""
+    if not is_segment_name(name):
+        return False
+    try:
+        hour = calendar.timegm(time.strptime(name[:11], "%Y%m%dT%H"))
+    except ValueError:
+        return False
+    return (hour + 3600) * 10**9 <= before_ns
 
 
 def _parse_date(text: str) -> int:
@@ -200,10 +258,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if not paths.index_db.exists():
         raise CtxdError(f"no index in {paths.root}: nothing to forget")
     report = forget(paths, args.session, before_ns)
-    kept = report.spool.segments_kept_unindexed
+    spool = report.spool
+    kept = spool.segments_kept_unindexed
     note = f"; kept {len(kept)} segments not yet indexed: run ctxd ingest, then again"
     print(
         f"forgot {len(report.sessions)} sessions: {report.rows} index rows and "
-        f"{len(report.spool.segments_deleted)} spool segments deleted" + (note if kept else "")
+        f"{spool.lines_removed} spool lines deleted ({len(spool.segments_rewritten)} segments "
+        f"rewritten, {len(spool.segments_deleted)} deleted)" + (note if kept else "")
     )
     return 0

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["ensure_gitignored", "remove_gitignored"]
+__all__ = ["ensure_gitignored", "is_gitignored", "remove_gitignored"]
 
 
-def ensure_gitignored(project_root: Path, entry: str = ".ctxd/") -> bool:
-    """Append `entry` to `<project_root>/.gitignore` unless an equivalent line is there."""
+def is_gitignored(project_root: Path, entry: str) -> bool:
+    """True if `<project_root>/.gitignore` has `entry` or an equivalent line."""
     path = project_root / ".gitignore"
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     name = entry.strip("/")
     same = {name, f"{name}/", f"/{name}", f"/{name}/", f"**/{name}", f"**/{name}/"}
-    if any(line.strip() in same for line in text.split("\n")):
+    return any(line.strip() in same for line in text.split("\n"))
+
+
+def ensure_gitignored(project_root: Path, entry: str = ".ctxd/") -> bool:
+    """Append `entry` to `<project_root>/.gitignore` unless an equivalent line is there."""
+    if is_gitignored(project_root, entry):
         return False
+    path = project_root / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
     with path.open("a", encoding="utf-8") as f:
         f.write(("" if not text or text.endswith("\n") else "\n") + entry + "\n")
     return True

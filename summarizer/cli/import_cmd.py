@@ -26,22 +26,30 @@ __all__ = ["cmd_import"]
 def cmd_import(args: argparse.Namespace) -> int:
     """Import the selected transcripts; print a one-line summary."""
     paths = state_paths(args)
-    files = transcript_files(_sources(args, paths.root), paths.root)
+    codex = getattr(args, "host", "claude") == "codex"
+    if codex:
+        from summarizer.cli.codex_import import codex_sources
+
+        files = codex_sources(args, paths.root)
+    else:
+        files = transcript_files(_sources(args, paths.root), paths.root)
     try:
         with writer_lock(paths, wait_s=2.0):
             writer = open_writer(paths)
             try:
                 writer.start()
-                importer = TranscriptImporter(writer)
+                importer = TranscriptImporter(writer, host="codex" if codex else "")
                 worker = args.prepare_worker or ("on" if importer.config.prepare_worker else "auto")
-                stats = _run(importer, files, worker)
+                # The prepare worker converts Claude Code's transcripts only.
+                stats = _run(importer, files, "off" if codex else worker)
             finally:
                 writer.close()
     except IndexBusyError as e:  # only the lock raises it: the daemon owns the index (I8)
         raise IndexBusyError(f"{e}; run `ctxd stop`, then `ctxd import`, then `ctxd start`") from e
+    kind = "Codex rollouts" if codex else "transcript files"
     print(
         f"imported {stats.entries} entries from {stats.lines} lines read in {stats.changed} of "
-        f"{stats.files} transcript files ({stats.bytes / 1e6:.1f} MB); "
+        f"{stats.files} {kind} ({stats.bytes / 1e6:.1f} MB); "
         f"{stats.duplicates} already indexed, {stats.quarantined} quarantined"
     )
     return 0

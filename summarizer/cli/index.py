@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from indexer import history, rebuild_all
+from indexer.errors import CtxdError
 from indexer.search_index import rebuild as rebuild_search
 from indexer.writer import catch_up, writer_lock
 from summarizer.common.cliargs import state_paths
@@ -16,6 +17,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     """Run one catch-up pass and report what it did."""
     paths = state_paths(args)
     result = catch_up(paths, wait_s=30.0)
+    if result.read_only:
+        raise CtxdError(
+            f"cannot index: {paths.root} cannot be written ({result.read_only}); make it "
+            "writable, then run `ctxd ingest` again"
+        )
     if result.by_daemon:
         state = "caught up" if result.caught_up else "still behind after 30 s"
         print(f"the daemon holds the index; it is {state}")

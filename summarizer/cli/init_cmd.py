@@ -14,8 +14,9 @@ from pathlib import Path
 
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
+from indexer.plugin import ignore_in_git
 from summarizer.cli.doctor import project_root
-from summarizer.cli.gitignore import ensure_gitignored, remove_gitignored
+from summarizer.cli.gitignore import ensure_gitignored, is_gitignored, remove_gitignored
 from summarizer.cli.install import (
     HookCommand,
     InstallReport,
@@ -40,7 +41,32 @@ class InitError(CtxdError):
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    """Create .ctxd/ and its config, install the hooks (or remove them), and say what changed."""
+    """Create .ctxd/ and its config, install the hooks (or remove them), and say what changed;
+    `--host` chooses the client: Claude Code (the default), Codex CLI, or both."""
+    host = getattr(args, "host", "claude")
+    code = _init_claude(args) if host in ("claude", "all") else _state_dir_only(args)
+    if host in ("codex", "all"):
+        from summarizer.cli.codex_init import init_codex
+
+        paths = state_paths(args)
+        code = init_codex(args, paths, project_root(paths)) or code
+    return code
+
+
+def _state_dir_only(args: argparse.Namespace) -> int:
+    """What `ctxd init` sets up whatever the client: .ctxd/, its config, its .gitignore line."""
+    paths = state_paths(args)
+    if args.uninstall:
+        return 0
+    _create_state_dir(paths, args.dry_run)
+    root = project_root(paths)
+    if not args.dry_run and ensure_gitignored(root):
+        print(f"added .ctxd/ to {root / '.gitignore'}")
+    return 0
+
+
+def _init_claude(args: argparse.Namespace) -> int:
+    """The hooks (and the MCP server) for Claude Code."""
     paths = state_paths(args)
     root = project_root(paths)
     claude = (Path.home() if args.user else root) / ".claude"
@@ -70,7 +96,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         if not args.user:  # the MCP server is per project, in its .mcp.json (before the
             # other settings file is emptied, so one left empty by both can go)
             if plugin and not args.shared:
-                print("the MCP server is not registered: run `ctxd init --shared` to add it")
+                print(f"the MCP server comes from the plugin {plugin} too; .mcp.json left alone")
             else:
                 _register_mcp(paths, root, args.dry_run, shared=args.shared)
         if other is not None:  # hooks in both files would record every event twice
@@ -86,15 +112,53 @@ def cmd_init(args: argparse.Namespace) -> int:
         raise InitError(str(e)) from None
     if args.dry_run:
         return 0
-    if ensure_gitignored(root):
-        print(f"added .ctxd/ to {root / '.gitignore'}")
-    if target == local and ensure_gitignored(root, ".claude/settings.local.json"):
-        print(f"added .claude/settings.local.json to {root / '.gitignore'} (paths of this machine)")
+    # The state dir keeps itself out of git (its own `.gitignore` of `*`), so that it stays
+    # out after `--uninstall` has given the project's .gitignore back as it was.
+    ignore_in_git(str(paths.root))
+    _gitignore(paths, root, ".ctxd/", "")
+    if target == local:
+        _gitignore(paths, root, ".claude/settings.local.json", " (paths of this machine)")
     mcp_path = root / ".mcp.json"
     ours = not args.user and not args.shared and _created(paths, mcp_path)
-    if ours and mcp_path.exists() and ensure_gitignored(root, ".mcp.json"):
-        print(f"added .mcp.json to {root / '.gitignore'} (a path of this machine)")
+    if ours and mcp_path.exists():
+        _gitignore(paths, root, ".mcp.json", " (a path of this machine)")
     return 0
+
+
+def _gitignore(paths: StatePaths, root: Path, entry: str, why: str) -> None:
+    """Add `entry` to the project's .gitignore, recording it first so `--uninstall` takes out
+    exactly the lines ctxd added (and the file, if ctxd created it)."""
+    gitignore = root / ".gitignore"
+    if is_gitignored(root, entry):  # ours from an earlier run, or the user's own line
+        return
+    if not gitignore.exists():
+        _remember_created(paths, [gitignore])
+    _remember(paths, "gitignore", [entry])
+    ensure_gitignored(root, entry)
+    print(f"added {entry} to {gitignore}{why}")
+
+
+def _restore_gitignore(paths: StatePaths, root: Path, dry_run: bool) -> None:
+    """Take out of the project's .gitignore the lines `ctxd init` added; delete the file if
+    ctxd created it and nothing else is left in it."""
+    gitignore = root / ".gitignore"
+    for entry in _record(paths).get("gitignore", []):
+        if dry_run:
+            print(f"would take {entry} out of {gitignore} (dry run: nothing written)")
+        elif remove_gitignored(root, entry):
+            print(f"took {entry} out of {gitignore}")
+    if dry_run:
+        return
+    _drop_record(paths, "gitignore")  # a line the user adds from now on is theirs
+    if not _created(paths, gitignore):
+        return
+    try:
+        left = gitignore.read_text(encoding="utf-8")
+    except OSError:
+        return
+    if not left.strip():
+        gitignore.unlink()
+        print(f"{gitignore}: removed (ctxd created it and nothing else is left in it)")
 
 
 def _has_portable_hooks(settings: Path) -> bool:
@@ -216,10 +280,12 @@ def _uninstall(paths: StatePaths, targets: list[Path], dry_run: bool) -> int:
         if _created(paths, claude) and claude.is_dir() and not any(claude.iterdir()):
             claude.rmdir()
             print(f"removed {claude} (ctxd created it; it is empty now)")
+    if len(targets) > 1:  # a project's .gitignore (not --user)
+        _restore_gitignore(paths, project_root(paths), dry_run)
     if paths.root.is_dir():
         print(
-            f"kept {paths.root} (the captured sessions; delete it to remove them) and the "
-            ".gitignore entries"
+            f"kept {paths.root} (the captured sessions; delete it to remove them; its own "
+            ".gitignore keeps it out of git)"
         )
     return 0
 
@@ -232,22 +298,45 @@ def _created(paths: StatePaths, path: Path) -> bool:
     return str(path) in _read_record(paths)
 
 
-def _read_record(paths: StatePaths) -> list[str]:
+def _record(paths: StatePaths) -> dict[str, list[str]]:
+    """What `ctxd init` did here: "created" (files and folders), "gitignore" (lines added)."""
     try:
-        created = json.loads((paths.root / _RECORD).read_bytes()).get("created", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [str(c) for c in created] if isinstance(created, list) else []
+        doc = json.loads((paths.root / _RECORD).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {
+        key: [str(v) for v in values]
+        for key, values in doc.items()
+        if isinstance(key, str) and isinstance(values, list)
+    }
+
+
+def _read_record(paths: StatePaths) -> list[str]:
+    return _record(paths).get("created", [])
+
+
+def _remember(paths: StatePaths, key: str, items: list[str]) -> None:
+    """Record, before doing it, what ctxd is about to create or add (so a kill between the two
+    still lets `--uninstall` undo it)."""
+    record = _record(paths)
+    known = record.get(key, [])
+    added = [item for item in items if item not in known]
+    if added:
+        record[key] = known + added
+        write_private(paths.root / _RECORD, (json.dumps(record, indent=2) + "\n").encode())
+
+
+def _drop_record(paths: StatePaths, key: str) -> None:
+    record = _record(paths)
+    if record.pop(key, None) is not None:
+        write_private(paths.root / _RECORD, (json.dumps(record, indent=2) + "\n").encode())
 
 
 def _remember_created(paths: StatePaths, new: list[Path]) -> None:
-    """Record, before creating them, the files ctxd is about to create (so a kill between
-    the two still lets `--uninstall` remove them)."""
-    known = _read_record(paths)
-    added = [str(p) for p in new if str(p) not in known]
-    if added:
-        data = json.dumps({"created": known + added}, indent=2) + "\n"
-        write_private(paths.root / _RECORD, data.encode())
+    """Record, before creating them, the files ctxd is about to create."""
+    _remember(paths, "created", [str(p) for p in new])
 
 
 def _make_private(paths: StatePaths) -> None:

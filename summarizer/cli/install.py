@@ -20,7 +20,7 @@ __all__ = [
     "EARLIER_ENTRY_POINT", "ENTRY_POINTS", "EVENTS", "HookCommand", "InstallReport", "IsOurs",
     "MergeResult", "SettingsError", "Spec", "backup_path", "ctxd_hook_spec",
     "default_hook_command", "handler_entry_point", "install", "is_ctxd_handler", "merge_hooks",
-    "remove_hooks", "uninstall", "write_private",
+    "remove_hooks", "rewrite_json", "uninstall", "write_private",
 ]  # fmt: skip
 
 EVENTS: tuple[str, ...] = (
@@ -95,7 +95,8 @@ def default_hook_command() -> HookCommand:
     found = importlib.util.find_spec("indexer.run_hook")
     if found is None or found.origin is None:
         raise RuntimeError(
-            "indexer.run_hook is not importable; reinstall ctxd (pipx install --force ctxd-claude)"
+            "indexer.run_hook is not importable: reinstall ctxd from its checkout "
+            f"({sys.executable} -m pip install --force-reinstall /path/to/your/ctxd/checkout)"
         )
     # abspath, not resolve: the venv's python symlink is what identifies the installation.
     return HookCommand((os.path.abspath(sys.executable), "-I", "-S", os.path.abspath(found.origin)))
@@ -369,6 +370,9 @@ def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], 
         _write_atomic(backup, raw, 0o600)
     _write_atomic(path, data, mode)
     return InstallReport(path, backup, changes, created=raw is None)
+
+
+rewrite_json = _rewrite  # the same for Codex's hooks.json (summarizer.cli.codex_install)
 
 
 def write_private(path: Path, data: bytes) -> None:

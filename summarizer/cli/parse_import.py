@@ -13,7 +13,8 @@ def register(add: AddCommand) -> None:
     p = add(
         "import",
         "summarizer.cli.import_cmd:cmd_import",
-        "import Claude Code transcripts already on disk (only what is new since the last import)",
+        "import Claude Code transcripts (or with --host codex Codex CLI's rollouts) already on"
+        " disk (only what is new since the last import)",
     )
     p.add_argument(
         "paths",
@@ -24,6 +25,14 @@ def register(add: AddCommand) -> None:
         "started in its subdirectories)",
     )
     p.add_argument("--all", action="store_true", help="import the transcripts of every project")
+    p.add_argument(
+        "--host",
+        choices=("claude", "codex"),
+        default="claude",
+        help="whose transcripts: claude (Claude Code's, the default) or codex (Codex CLI's"
+        " rollouts, $CODEX_HOME/sessions/**/rollout-*.jsonl of the sessions run in this project;"
+        " with --all, every one)",
+    )
     p.add_argument(
         "--prepare-worker",
         choices=("auto", "on", "off"),

@@ -48,8 +48,8 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--transcript",
         metavar="PATH",
-        help="Claude Code's transcript of the session (default: the one its last SessionStart"
-        " named)",
+        help="the session's transcript (Claude Code's, or Codex's rollout; default: the one its"
+        " last SessionStart named)",
     )
 
     p = add(
@@ -64,7 +64,7 @@ def register(add: AddCommand) -> None:
         "init",
         "summarizer.cli.init_cmd:cmd_init",
         "create .ctxd/, install ctxd's hooks in .claude/settings.local.json (this machine) and"
-        " its MCP server in .mcp.json",
+        " its MCP server in .mcp.json; with --host codex, in Codex CLI's hooks.json",
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
@@ -80,9 +80,17 @@ def register(add: AddCommand) -> None:
         "--uninstall",
         action="store_true",
         help="stop the daemon and remove what ctxd added (hooks, the MCP server, files it created,"
-        " its backups)",
+        " its backups); with --host codex, Codex's hooks only (the daemon keeps running)",
     )
     p.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
+    p.add_argument(
+        "--host",
+        choices=("claude", "codex", "all"),
+        default="claude",
+        help="the client whose hooks to install or remove: claude (Claude Code, the default),"
+        " codex (Codex CLI: .codex/hooks.json, or $CODEX_HOME/hooks.json with --user, each hook"
+        " marked trusted and the hooks feature turned on in $CODEX_HOME/config.toml), or all",
+    )
 
     p = add(
         "forget",

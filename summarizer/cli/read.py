@@ -12,9 +12,11 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from indexer import lines_backwards
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
 from indexer.query import connect_readonly, count_agent_entries, index_is_current
@@ -50,7 +52,11 @@ def _current_connection(paths: StatePaths) -> Any:
         conn.close()
     from indexer.writer import catch_up  # only now: it loads msgspec and the ingest code
 
-    catch_up(paths)
+    result = catch_up(paths)
+    if result.read_only:
+        from summarizer.cli.readonly_state import note_unindexed
+
+        note_unindexed("read", paths, result.read_only)
     return connect_readonly(paths.index_db)
 
 
@@ -77,14 +83,21 @@ def cmd_read(args: argparse.Namespace) -> int:
         finally:
             conn.close()
     context_file = paths.session_dir(session_id) / f"{agent_id}.jsonl" if session_id else None
-    raw_lines = tail_lines(context_file, args.lines) if context_file else []
-    entries = [json.loads(line) for line in raw_lines]
+    entries, skipped = latest_view_entries(context_file, args.lines) if context_file else ([], 0)
     metadata = _metadata(agent_id, session_id or "", total, context_file)
     if args.format == "text":
         _print_text(metadata, entries, args.include_metadata)
+        if skipped:
+            print(
+                f"ctxd read: skipped {skipped} corrupt line{'s' if skipped > 1 else ''} of "
+                f"{context_file}; `ctxd rebuild` writes the views again from the index",
+                file=sys.stderr,
+            )
     else:
         out: dict[str, Any] = {"metadata": metadata} if args.include_metadata else {}
         out["entries"] = entries
+        if skipped:
+            out["skipped_lines"] = skipped
         json.dump(out, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     return 0
@@ -128,26 +141,36 @@ def _print_text(metadata: dict[str, Any], entries: list[dict[str, Any]], with_me
         print(f"{e.get('timestamp', '')} [{e.get('event', '')}] {e.get('description', '')}")
 
 
-def tail_lines(path: Path, n: int) -> list[bytes]:
-    """The last `n` complete lines of a file, reading backwards in blocks (no full read)."""
+def latest_view_entries(path: Path, n: int) -> tuple[list[dict[str, Any]], int]:
+    """The last `n` entries of a view file that parse, oldest first, and how many corrupt lines
+    (not a JSON object) were skipped on the way back to them (seed 000 §3.3.4)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        return []
+        return [], 0
     try:
-        end = os.fstat(fd).st_size
-        data = b""
-        pos = end
-        block = 64 * 1024
-        while pos > 0 and data.count(b"\n") <= n:
-            start = max(0, pos - block)
-            data = os.pread(fd, pos - start, start) + data
-            pos = start
-            block = min(block * 2, 8 * 1024 * 1024)
+        lines = lines_backwards(fd, os.fstat(fd).st_size)
+        entries, skipped = _parse_latest(lines, n)
     finally:
         os.close(fd)
-    last_newline = data.rfind(b"\n")
-    lines = data[: last_newline + 1].split(b"\n")[:-1] if last_newline >= 0 else []
-    if pos > 0 and lines:
-        lines = lines[1:]  # the first piece may be the tail of an older line
-    return [line for line in lines[-n:] if line.strip()]
+    entries.reverse()
+    return entries, skipped
+
+
+def _parse_latest(lines: Iterator[bytes], n: int) -> tuple[list[dict[str, Any]], int]:
+    entries: list[dict[str, Any]] = []
+    skipped = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            entry = None
+        if not isinstance(entry, dict):
+            skipped += 1
+            continue
+        entries.append(entry)
+        if len(entries) == n:
+            break
+    return entries, skipped

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from summarizer.cli.readonly_state import note_unindexed
 from summarizer.common.cliargs import state_paths
 from summarizer.search.service import Filters, current_connection, search, validate
 
@@ -27,7 +28,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     color = not args.json and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     mark = ("\033[1m", "\033[0m") if color else ("**", "**")
     validate(text, filters)  # before any catch-up: a typo costs nothing
-    conn = current_connection(paths)
+    conn = current_connection(
+        paths, on_read_only=lambda reason: note_unindexed("search", paths, reason)
+    )
     hits = []
     if conn is not None:
         try:

@@ -11,6 +11,7 @@ from typing import Any
 from indexer import history
 from indexer.config import load_config
 from indexer.errors import CtxdError
+from summarizer.cli.readonly_state import note_unindexed
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
 from summarizer.resume.sessions import (
@@ -35,7 +36,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         raise CtxdError("--limit must be at least 1")
     limit = None if args.all else min(args.limit, 2**63 - 1)  # SQLite's LIMIT is 64-bit
     paths = state_paths(args)
-    catch_up_sessions(paths)
+    read_only = catch_up_sessions(paths)
+    if read_only:
+        note_unindexed("sessions", paths, read_only)
     infos = []
     if paths.index_db.exists():
         conn = history.connect(paths.index_db, readonly=True)
@@ -51,13 +54,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         return 0
     width = max(len("STATUS"), *(len(_status(i.status, i.end_reason)) for i in infos))
     print(
-        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'STATUS':<{width}}  {'LAST ACTIVITY':<16}  "
-        "EVENTS AGENTS FAILS  TITLE"
+        f"{'STARTED (UTC)':<19}  {'SESSION':<8}  {'HOST':<6}  {'STATUS':<{width}}  "
+        f"{'LAST ACTIVITY':<16}  EVENTS AGENTS FAILS  TITLE"
     )
     for i in infos:
         last = i.last_activity[:16].replace("T", " ")
         print(
-            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {_status(i.status, i.end_reason):<{width}}  "
+            f"{i.stamp:<19}  {i.session_id[:8]:<8}  {i.host:<6}  "
+            f"{_status(i.status, i.end_reason):<{width}}  "
             f"{last:<16}  {i.events:>6} {i.agents:>6} {i.failures:>5}  {i.title}"
         )
     return 0
@@ -71,7 +75,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """Print a session's resume package (markdown, or JSON with --json)."""
     paths = state_paths(args)
     config = load_config(paths.config)
-    catch_up_sessions(paths, config)
+    read_only = catch_up_sessions(paths, config)
+    if read_only:
+        note_unindexed("resume", paths, read_only)
     if not paths.index_db.exists():
         raise CtxdError(f"no sessions recorded yet in {paths.root}")
     conn = history.connect(paths.index_db, readonly=True)
@@ -81,7 +87,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if package is None:
-        return _preview(paths.root, info.session_id, args.source, args.transcript)
+        host = "" if info.host == "claude" else info.host
+        return _preview(paths.root, info.session_id, args.source, args.transcript, host)
     if args.json:
         print(json.dumps(_iso_times(package), indent=2, ensure_ascii=False))
     else:
@@ -105,8 +112,11 @@ def _iso_times(package: dict[str, Any]) -> dict[str, Any]:
     return {**package, "resume_state": saved}
 
 
-def _preview(state_dir: Path, session_id: str, source: str, transcript: str | None) -> int:
-    """Print what SessionStart(`source`) would hand back now (stdout) and why (stderr)."""
+def _preview(
+    state_dir: Path, session_id: str, source: str, transcript: str | None, host: str
+) -> int:
+    """Print what SessionStart(`source`) would hand back now (stdout) and why (stderr), as the
+    session's client (`host`: "" Claude Code, "codex") would get it."""
     from summarizer.resume.handback import last_transcript
     from summarizer.resume.hook import plan_session_start
     from summarizer.resume.hook_settings import read_settings
@@ -119,8 +129,12 @@ def _preview(state_dir: Path, session_id: str, source: str, transcript: str | No
     }
     settings = read_settings(str(state_dir))
     text, why, _ = plan_session_start(
-        str(state_dir), event, settings, consume=False, build_timeout_s=120.0
+        str(state_dir), event, settings, consume=False, build_timeout_s=120.0, host=host
     )
+    if host == "codex":
+        from summarizer.resume.codex_handback import cap_bytes
+
+        text = cap_bytes(text)
     size = f"{len(text)} characters" if text.strip() else "nothing"
     print(f"ctxd: SessionStart({source}) would hand back {size}: {why}", file=sys.stderr)
     if text.strip():

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import time
 from typing import Any
 
-from indexer import failure_count, lock_is_held, query
+from indexer import lock_is_held, losses, query
+from indexer.cli_queries import unwritable_reason
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths
 from indexer.query import connect_readonly, spool_lag
 from summarizer.common.cliargs import state_paths
 
-__all__ = ["cmd_status", "daemon_info", "status_report"]
+__all__ = ["cmd_status", "daemon_info", "refuse_foreign", "status_report"]
 
 _TABLES = ("entries", "sessions", "agents", "quarantine")
 
@@ -36,9 +38,13 @@ def daemon_info(paths: StatePaths) -> dict[str, Any]:
 
 def status_report(paths: StatePaths) -> dict[str, Any]:
     """Everything `ctxd status` shows, as a dict."""
+    lost = losses(str(paths.root))
+    refuse_foreign(paths, sum(lost.values()))
     info = daemon_info(paths)
     report: dict[str, Any] = {"state_dir": str(paths.root), "daemon": info or None}
-    report["hook_failures"] = failure_count(str(paths.root))
+    report["hook_failures"] = sum(lost.values())
+    report["hook_failure_reasons"] = lost
+    report["read_only"] = unwritable_reason(paths.root) or None
     if not paths.index_db.exists():
         report.update(entries=0, sessions=0, agents=0, quarantined=0, last_ingest=None)
         lag_bytes, lag_lines = spool_lag(paths.spool, {})  # nothing indexed: all of it is lag
@@ -87,13 +93,44 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"agents:      {report['agents']}")
     print(f"quarantined: {report['quarantined']}")
     if report["hook_failures"]:
-        print(f"hook errors: {report['hook_failures']} events could not be spooled (see doctor)")
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(report["hook_failure_reasons"].items()))
+        print(
+            f"hook errors: {report['hook_failures']} events could not be spooled ({why}); "
+            "see ctxd doctor"
+        )
     missing = int((report.get("anomalies") or {}).get("anomaly.missing", 0))
     if missing:
         print(f"lost:        {missing} spool segments vanished before they were indexed")
     print(f"last ingest: {report['last_ingest'] or 'never'}")
-    print(f"state dir:   {report['state_dir']}")
+    read_only = f" (cannot be written: {report['read_only']})" if report["read_only"] else ""
+    print(f"state dir:   {report['state_dir']}{read_only}")
     return 0
+
+
+def refuse_foreign(paths: StatePaths, lost: int) -> None:
+    """Raise a one-line error when the state dir belongs to another user: ctxd neither
+    reads nor writes through it, so this user's hooks lose their events; say how many."""
+    try:
+        uid = os.stat(paths.root, follow_symlinks=False).st_uid
+    except OSError:
+        return
+    if uid == os.geteuid():
+        return
+    raise StateDirError(
+        f"{paths.root} belongs to {_user_name(uid)}, not to you: ctxd's hooks do not record "
+        f"there ({lost} events lost so far); make it yours with `sudo chown -R "
+        f"{_user_name()} {paths.root}`"
+    )
+
+
+def _user_name(uid: int | None = None) -> str:
+    import pwd
+
+    uid = os.geteuid() if uid is None else uid
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
 
 
 # The daemon's heartbeat file keeps epoch seconds; every JSON ctxd prints uses ISO-8601 UTC.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +29,8 @@ def register(add: AddCommand) -> None:
         "-o",
         "--output",
         metavar="FILE",
-        help="where to write the page (default: <state dir>/pages/<session id>.html)",
+        help="where to write the page, readable by you only "
+        "(default: <state dir>/pages/<session id>.html)",
     )
     p.add_argument("--open", action="store_true", help="open the page in the web browser")
 
@@ -61,13 +63,11 @@ def cmd_view(args: argparse.Namespace) -> int:
         conn.close()
     out = Path(args.output) if args.output else paths.root / "pages" / f"{info.session_id}.html"
     try:
-        if out.resolve().is_relative_to(paths.root.resolve()):
+        # The folder resolved, not the file: a symlink named with -o is refused, not followed.
+        if (out.parent.resolve() / out.name).is_relative_to(paths.root.resolve()):
             write_atomic(out, html_text.encode("utf-8"), root=paths.root)  # by fds, no symlink
         else:  # a file the user named elsewhere with -o
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(html_text.encode("utf-8"))
-            os.replace(tmp, out)
+            write_private(out, html_text.encode("utf-8"))
     except OSError as e:
         raise CtxdError(f"cannot write {out}: {e.strerror}; choose another file with -o") from e
     print(out)
@@ -77,3 +77,49 @@ def cmd_view(args: argparse.Namespace) -> int:
         if not webbrowser.open(out.resolve().as_uri()):
             raise CtxdError(f"no web browser found to open {out}; open the file by hand")
     return 0
+
+
+def write_private(out: Path, data: bytes) -> None:
+    """Replace `out` with `data` as a 0600 file, atomically; refuse a symlink or a non-file.
+
+    The page holds the whole session, so it is as private as the state dir it comes from. The
+    temporary file has an unpredictable name in the target's folder (mkstemp: O_EXCL, 0600),
+    so no link planted under a guessable name is written through, and the rename swaps the
+    finished page in whole. `out` is checked with lstat right before the rename: a symlink
+    the user named would otherwise be silently replaced by a plain file.
+    """
+    import tempfile
+
+    from indexer.errors import CtxdError
+
+    def refuse_unless_plain_file() -> None:
+        try:
+            mode = os.lstat(out).st_mode
+        except FileNotFoundError:
+            return
+        if not stat.S_ISREG(mode):
+            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+            raise CtxdError(
+                f"{out} is {kind}: ctxd writes the page only to a plain file; name the real "
+                "file (or a new one) with -o"
+            )
+
+    refuse_unless_plain_file()
+    out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        refuse_unless_plain_file()  # again: the page took a while to write
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

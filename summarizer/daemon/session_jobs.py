@@ -116,16 +116,22 @@ def attach(daemon: Daemon) -> None:
     resume.register_after_compaction()
 
 
-def catch_up_sessions(paths: StatePaths, config: Config | None = None) -> None:
-    """catch_up (I12), then, with no daemon to do it, sync todos.json and trigger states."""
+def catch_up_sessions(paths: StatePaths, config: Config | None = None) -> str:
+    """catch_up (I12), then, with no daemon to do it, sync todos.json and trigger states.
+
+    Returns why nothing could be brought up to date ("" if it was): the state dir cannot be
+    written (a read-only mount, say); the index is then read as it is.
+    """
     from indexer.config import load_config
     from indexer.errors import IndexBusyError
     from indexer.writer import catch_up, writer_lock
 
     cfg = config if config is not None else load_config(paths.config)
     result = catch_up(paths, cfg)
+    if result.read_only:
+        return result.read_only
     if result.by_daemon or not paths.index_db.exists():
-        return  # the daemon's listener does it
+        return ""  # the daemon's listener does it
     try:
         with writer_lock(paths, wait_s=0.5):
             conn = history.connect(paths.index_db)
@@ -139,3 +145,4 @@ def catch_up_sessions(paths: StatePaths, config: Config | None = None) -> None:
                 conn.close()
     except IndexBusyError:
         pass  # a daemon started meanwhile: its listener syncs
+    return ""

@@ -22,7 +22,7 @@ from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
 
 __all__ = ["account_text", "write_accounts"]
 
-_EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
+_EDITS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch"}  # apply_patch: Codex
 _MAX_FILES = 20
 _MAX_FAILURES = 5
 

@@ -184,8 +184,9 @@ def _tool_result(e: Entry, at: Where) -> list[Observation]:
     out: list[Observation] = [SuccessObs(f"{tool}\x1f{command}", verb, at, target, shown)]
     if tool in EDIT_TOOLS:
         path = tool_input.get("file_path") or tool_input.get("notebook_path")
-        if isinstance(path, str) and path:
-            out.append(EditObs(relpath(clean(path), e.cwd), at))
+        # Codex's apply_patch names its files in the patch: the entry lists them.
+        paths = [path] if isinstance(path, str) and path else list(e.files)
+        out += [EditObs(relpath(clean(p), e.cwd), at) for p in paths]
     elif tool == "TodoWrite":
         out += _todos(e, at, detail)
     elif tool in ("TaskCreate", "TaskUpdate"):

@@ -16,7 +16,7 @@ from summarizer.common.models import Failure
 from summarizer.common.plain import clean_line
 from summarizer.common.text import command_of, error_summary, mask
 
-__all__ = ["MAX_RESOLVED", "FailureNote", "failure_notes", "note_lines"]
+__all__ = ["MAX_RESOLVED", "FailureNote", "failure_notes", "note_lines", "note_of", "open_lines"]
 
 MAX_RESOLVED = 5  # resolved failures listed after the open ones (what fixed them helps)
 GROUP_MIN = 3  # this many open failures with the same error make one line
@@ -37,6 +37,7 @@ class FailureNote(msgspec.Struct, omit_defaults=True):
     cascades: int = 0  # parallel calls cancelled because of it
     error_class: str = ""  # the error with numbers and paths masked (for grouping)
     command: str = ""  # what the call ran or aimed at
+    session_id: str = ""  # the session it failed in (the latest, for one seen in several)
 
 
 def failure_notes(session_id: str, rows: list[Failure], entries: list[Entry]) -> list[FailureNote]:
@@ -48,7 +49,7 @@ def failure_notes(session_id: str, rows: list[Failure], entries: list[Entry]) ->
     not know yet (it lags until the next compaction).
     """
     mine = {f.signature: f for f in rows if f.session_id == session_id}
-    notes = [_from_memory(f) for f in mine.values()]
+    notes = [note_of(f) for f in mine.values()]
     last_ns = [f.last_ns for f in mine.values()]
     known = {n.target for n in notes if n.target}
     passed_at: dict[str, int] = {}  # target -> the newest passing call (ts_ns)
@@ -77,7 +78,7 @@ def failure_notes(session_id: str, rows: list[Failure], entries: list[Entry]) ->
             note = FailureNote(
                 clean_line(describe_failure(e.tool_name, command, code, line), 300),
                 e.tool_name, 0, _gist(code, line), target=target, error_class=key[1],
-                command=command,
+                command=command, session_id=session_id,
             )  # fmt: skip
             open_by_key[key] = note
             own.append(note)
@@ -97,11 +98,22 @@ def failure_notes(session_id: str, rows: list[Failure], entries: list[Entry]) ->
 def note_lines(notes: list[FailureNote]) -> tuple[list[str], list[str]]:
     """(unresolved lines, resolved lines): one line per failure; open failures that share one
     error (a hook that blocks every call) are one line naming each call."""
-    unresolved = [n for n in notes if not n.resolved]
+    done = [
+        failure_line(n.description, n.count, n.cascades, True, n.prevention)
+        for n in notes
+        if n.resolved
+    ]
+    return [line for line, _ in open_lines(notes)], done
+
+
+def open_lines(notes: list[FailureNote]) -> list[tuple[str, FailureNote]]:
+    """The unresolved failures' lines, each with the note it stands for (a shared line: the
+    first of its calls)."""
     groups: dict[str, list[FailureNote]] = {}
-    for n in unresolved:
-        groups.setdefault(n.error_class or n.description, []).append(n)
-    open_lines = []
+    for n in notes:
+        if not n.resolved:
+            groups.setdefault(n.error_class or n.description, []).append(n)
+    out: list[tuple[str, FailureNote]] = []
     for members in groups.values():
         if len(members) >= GROUP_MIN and members[0].error_class:
             names = list(dict.fromkeys(f"{m.tool} `{_short(m)}`" for m in members))
@@ -109,18 +121,15 @@ def note_lines(notes: list[FailureNote]) -> tuple[list[str], list[str]]:
             if len(names) > GROUP_NAMES:
                 calls += f" and {len(names) - GROUP_NAMES} more"
             error = quoted(members[0].last_error.split(": ", 1)[-1], 120)
-            open_lines.append(f"{len(members)} calls failed with the same error, {error}: {calls}")
+            line = f"{len(members)} calls failed with the same error, {error}: {calls}"
+            out.append((line, members[0]))
         else:
-            open_lines += [failure_line(m.description, m.count, m.cascades) for m in members]
-    done = [
-        failure_line(n.description, n.count, n.cascades, True, n.prevention)
-        for n in notes
-        if n.resolved
-    ]
-    return open_lines, done
+            out += [(failure_line(m.description, m.count, m.cascades), m) for m in members]
+    return out
 
 
-def _from_memory(f: Failure) -> FailureNote:
+def note_of(f: Failure) -> FailureNote:
+    """The note of a failure the memory holds."""
     return FailureNote(
         clean_line(f.description, 300),
         f.tool,
@@ -132,6 +141,7 @@ def _from_memory(f: Failure) -> FailureNote:
         cascades=f.cascades,
         error_class=f.error_class,
         command=clean_line(f.command, 120),
+        session_id=f.session_id,
     )
 
 

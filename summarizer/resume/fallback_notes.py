@@ -66,7 +66,8 @@ def _from_spool(spool: str, session_id: str) -> tuple[str, list[tuple[str, str]]
             if not isinstance(event, dict) or event.get("session_id") != session_id:
                 continue
             name_ = event.get("hook_event_name")
-            if name_ == "UserPromptSubmit" and not prompt:
+            # A subagent's UserPromptSubmit (Codex sends one) is its task, not the user's.
+            if name_ == "UserPromptSubmit" and not prompt and not event.get("agent_id"):
                 text = str(event.get("prompt") or "")
                 if is_acknowledgement(text):  # never the request: noted after it
                     ack = ack or text

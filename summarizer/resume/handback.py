@@ -7,6 +7,10 @@
 # conversation never compacted is reloaded whole, and one compacted with ctxd's notes still
 # holds them. The transcript (`transcript_path`) shows both; ctxd's own log of what it handed
 # back (`resume/<session>/starts.jsonl`) stands in when the transcript cannot be read.
+# Whether a SessionStart(compact) is a new compaction or the same one again is told by the
+# session's own `compaction.json`, which the PreCompact hook writes: every compaction fires
+# PreCompact first. The shared spool cannot tell: in a busy project other sessions may write
+# megabytes between a PreCompact and its SessionStart.
 # Standard library only: this runs inside the SessionStart hook.
 
 from __future__ import annotations
@@ -16,26 +20,31 @@ import time
 
 from indexer import safefs
 from indexer.errors import StateDirError
-from summarizer.common.nofollow import is_plain_dir
+from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.resume.fastjson import encode_string, loads
 from summarizer.resume.files import state_root_of
 
 __all__ = [
+    "COMPACTION_FILE",
     "LOCK_FILE",
     "LOG_FILE",
     "NOTES_HEAD",
     "REPEATED_COMPACT",
     "LiveContext",
     "decide",
+    "is_repeated_compaction",
+    "last_precompact_ns",
     "last_transcript",
     "live_context",
     "live_from_log",
     "log_decision",
     "read_log",
+    "record_precompact",
 ]
 
 LOG_FILE = "starts.jsonl"
 LOCK_FILE = "starts.lock"
+COMPACTION_FILE = "compaction.json"  # {"precompact_ns": the spool stamp of the last PreCompact}
 # Logged for a SessionStart(compact) with no event since the last one: not a new compaction.
 REPEATED_COMPACT = "this compaction's notes were handed back already (no event since)"
 NOTES_HEAD = "ctxd notes for session"  # every session note starts with it (resume_context)
@@ -179,3 +188,45 @@ def log_decision(folder: str, source: str, injected: int, reason: str, **extra: 
             os.close(fd)
     except (OSError, StateDirError):
         pass  # the hook must not fail (I1); `ctxd resume --preview` still explains
+
+
+def record_precompact(folder: str, ts_ns: int) -> None:
+    """Record that the session of resume `folder` starts a compaction: its PreCompact event,
+    spooled at `ts_ns` (0600, temp + rename, by directory fds; never raises)."""
+    try:
+        data = b'{"precompact_ns":%d}\n' % ts_ns
+        safefs.write_atomic(state_root_of(folder), os.path.join(folder, COMPACTION_FILE), data)
+    except (OSError, StateDirError):
+        pass  # the hook must not fail (I1); the spool's tail is then the only witness
+
+
+def last_precompact_ns(folder: str) -> int:
+    """The spool stamp of the session's last PreCompact, 0 if none was recorded."""
+    if is_plain_dir(folder) is not True or is_plain_dir(os.path.dirname(folder)) is not True:
+        return 0
+    try:
+        doc = loads(read_nofollow(os.path.join(folder, COMPACTION_FILE)))
+    except (OSError, ValueError):
+        return 0
+    stamp = doc.get("precompact_ns") if isinstance(doc, dict) else None
+    return stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else 0
+
+
+def is_repeated_compaction(state_dir: str, folder: str, session_id: str) -> bool:
+    """A SessionStart(compact) repeated with no new event (a PreCompact) since the last one.
+
+    Every compaction fires PreCompact first, and its hook records it in the session's own
+    folder: a PreCompact after the last hand-back is a new compaction, however much other
+    sessions wrote to the spool meanwhile. The spool's tail is a second witness only (an
+    event of the session seen there after the hand-back also makes it a new one).
+    """
+    from summarizer.resume.spool_tail import newest_event_ns
+
+    records = [r for r in read_log(folder) if r.get("reason") != REPEATED_COMPACT]
+    last = records[-1] if records else None
+    if not last or last.get("source") != "compact" or not last.get("injected"):
+        return False
+    stamp = last.get("ts_ns")
+    if not isinstance(stamp, int) or last_precompact_ns(folder) > stamp:
+        return False
+    return newest_event_ns(os.path.join(state_dir, "spool"), session_id) <= stamp

@@ -13,6 +13,7 @@ import time
 from indexer import safefs
 from indexer.errors import StateDirError
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
+from summarizer.resume import codex_handback
 from summarizer.resume.fastjson import loads
 from summarizer.resume.files import (
     CLEAR_HANDOFF_S,
@@ -53,6 +54,7 @@ __all__ = [
     "lock_folder",
     "plan_session_start",
     "read_settings",
+    "record_compaction",
     "running_summary_text",
     "session_start_output",
     "spawn_detached",
@@ -62,11 +64,11 @@ __all__ = [
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-def session_start_output(payload: bytes, state_dir: str) -> str:
+def session_start_output(payload: bytes, state_dir: str, host: str = "") -> str:
     """The hook's stdout for a SessionStart payload: hook JSON, or "" (never raises).
 
-    Every decision, to inject or not, is appended with its reason to the session's
-    `resume/<session>/starts.jsonl`.
+    `host` is the client that runs the hook ("" Claude Code, "codex"). Every decision, to
+    inject or not, is appended with its reason to the session's `resume/<session>/starts.jsonl`.
     """
     try:
         event = loads(payload)
@@ -86,10 +88,14 @@ def session_start_output(payload: bytes, state_dir: str) -> str:
         lock = lock_folder(folder, DECISION_LOCK)
         try:
             try:
-                text, reason, origin = plan_session_start(state_dir, event, settings, consume=True)
+                text, reason, origin = plan_session_start(
+                    state_dir, event, settings, consume=True, host=host
+                )
             finally:
                 if settings.autostart:
                     autostart(state_dir)
+            if host == codex_handback.HOST:
+                text = codex_handback.cap_bytes(text)  # over Codex's limit it goes to a file
             out = hook_output(text, settings.max_chars) if text.strip() else ""
             transcript = event.get("transcript_path")
             log_decision(
@@ -107,6 +113,24 @@ def session_start_output(payload: bytes, state_dir: str) -> str:
         return ""
 
 
+def record_compaction(payload: bytes, state_dir: str, ts_ns: int) -> None:
+    """PreCompact: note in the session's resume folder that a compaction starts, with the
+    stamp of its spooled event, so that the SessionStart(compact) that follows knows it is a
+    new compaction whatever else the project writes meanwhile (never raises)."""
+    try:
+        event = loads(payload)
+        if not isinstance(event, dict) or event.get("hook_event_name") != "PreCompact":
+            return
+        session_id = event.get("session_id")
+        if not _valid_id(session_id) or not os.path.isdir(state_dir):
+            return
+        from summarizer.resume.handback import record_precompact
+
+        record_precompact(os.path.join(state_dir, "resume", str(session_id)), ts_ns)
+    except Exception:
+        pass
+
+
 def plan_session_start(
     state_dir: str,
     event: dict[str, Any],
@@ -114,14 +138,17 @@ def plan_session_start(
     *,
     consume: bool,
     build_timeout_s: float | None = None,
+    host: str = "",
 ) -> tuple[str, str, str]:
     """(text to hand back, why, the session the notes describe) for one SessionStart.
 
     `consume` marks the prebuilt context as handed back; `ctxd resume --preview` passes False.
+    `host` is the client the session runs in ("" Claude Code, "codex").
     """
     from summarizer.resume.handback import (
         REPEATED_COMPACT,
         decide,
+        is_repeated_compaction,
         live_context,
         live_from_log,
         read_log,
@@ -131,14 +158,23 @@ def plan_session_start(
     source = str(event.get("source") or "startup")
     folder = os.path.join(state_dir, "resume", session_id)
     live = None
+    codex = host == codex_handback.HOST
     if source == "resume":
-        live = live_context(event.get("transcript_path"))
+        transcript = event.get("transcript_path")
+        live = codex_handback.live_context(transcript) if codex else live_context(transcript)
         if live is None:
             records = read_log(folder)
             live = live_from_log(records) if records else None
     go, why = decide(source, settings.inject_on, settings.inject_on_startup, live)
-    if go and source == "compact" and _handed_back_since_last_event(state_dir, folder, session_id):
+    if go and source == "compact" and is_repeated_compaction(state_dir, folder, session_id):
         go, why = False, REPEATED_COMPACT
+    if (
+        go
+        and codex
+        and source == "resume"
+        and codex_handback.compaction_just_ran(state_dir, session_id)
+    ):
+        go, why = False, codex_handback.COMPACT_FOLLOWS
     if not go:
         return "", why, ""
     if source == "startup":
@@ -194,11 +230,17 @@ def _notes(
     state_dir: str, session_id: str, source: str, timeout_s: float, consume: bool
 ) -> tuple[str, str, str]:
     """(notes, the session they describe, how they were obtained)."""
+    from summarizer.resume.handback import last_precompact_ns
     from summarizer.resume.spool_tail import newest_event_ns
 
     resume_dir = os.path.join(state_dir, "resume")
     spool = os.path.join(state_dir, "spool")
-    newest = newest_event_ns(spool, session_id)
+    # The notes must cover the session's newest event: its PreCompact is known exactly; the
+    # spool's tail may show a later one (or, in a busy project, none of this session).
+    newest = max(
+        newest_event_ns(spool, session_id),
+        last_precompact_ns(os.path.join(resume_dir, session_id)),
+    )
     text = take_context(os.path.join(resume_dir, session_id), newer_than_ns=newest, consume=consume)
     if text is not None:
         return text, session_id, "prebuilt"
@@ -304,20 +346,6 @@ def _state_of(folder: str, newer_than_ns: int) -> dict[str, Any] | str | None:
     if newer_than_ns and (not isinstance(covers, int) or covers < newer_than_ns):
         return None
     return state
-
-
-def _handed_back_since_last_event(state_dir: str, folder: str, session_id: str) -> bool:
-    """A SessionStart(compact) repeated with no new event (a PreCompact) since the last one."""
-    from summarizer.resume.handback import REPEATED_COMPACT, read_log
-    from summarizer.resume.spool_tail import newest_event_ns
-
-    records = [r for r in read_log(folder) if r.get("reason") != REPEATED_COMPACT]
-    last = records[-1] if records else None
-    if not last or last.get("source") != "compact" or not last.get("injected"):
-        return False
-    stamp = last.get("ts_ns")
-    newest = newest_event_ns(os.path.join(state_dir, "spool"), session_id)
-    return isinstance(stamp, int) and newest <= stamp
 
 
 def _clear_handoff(resume_dir: str, session_id: str) -> str:

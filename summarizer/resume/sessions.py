@@ -61,6 +61,7 @@ class SessionInfo:
     status: str  # active | ended | compacted
     end_reason: str
     compactions: int
+    host: str = "claude"  # the client the session ran in: "claude" (Claude Code) or "codex"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,6 +96,7 @@ def _info(row: Any) -> SessionInfo:
         status=str(row[8]),
         end_reason=str(row[9]),
         compactions=int(row[10]),
+        host=str(row[12]) or "claude",
     )
 
 

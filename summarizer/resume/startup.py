@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from indexer import write_atomic
 from indexer.paths import StatePaths
 from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import clean_line
 from summarizer.memory.inject_cache import more_constraints_line
-from summarizer.resume.failure_notes import note_lines
+from summarizer.resume.failure_notes import open_lines
 from summarizer.resume.files import STARTUP_FILE
-from summarizer.resume.state import ResumeState
+from summarizer.resume.state import CLIENT_NAMES, ResumeState
 
 __all__ = ["STARTUP_MAX_TOKENS", "render_startup", "write_startup"]
 
@@ -19,25 +19,42 @@ STARTUP_MAX_TOKENS = 400
 
 
 def render_startup(
-    state: ResumeState, count: Callable[[str], int], max_tokens: int = STARTUP_MAX_TOKENS
+    state: ResumeState,
+    count: Callable[[str], int],
+    max_tokens: int = STARTUP_MAX_TOKENS,
+    hosts: Mapping[str, str] | None = None,
 ) -> str:
     """What a new session of this project should know, or "" when nothing is open (pure).
 
-    Only what is still in force: the last session's open tasks, its unresolved failures and
-    the active constraints. Lines are added in that order while they fit `max_tokens`; a
-    constraint that does not fit is counted in a last line, never dropped silently.
+    Only what is still in force: the last session's open tasks, the project's unresolved
+    failures (the last session's, then the others'), its decisions and the active constraints.
+    Lines are added in that order while they fit `max_tokens`; a constraint that does not fit
+    is counted in a last line, never dropped silently. `hosts` maps sessions to the client
+    they ran in: when they are not all the last session's, each failure and decision says
+    which client it came from.
     """
+    known = hosts or {}
+    mixed = any(host != state.host for host in known.values())
+
+    def where(session_id: str) -> str:
+        host = known.get(session_id, state.host)
+        return f" (in a {CLIENT_NAMES.get(host, host)} session)" if mixed else ""
+
+    made = dict(zip(state.decisions, state.decision_sessions, strict=False))
     # Whatever the record holds is data: a passage that addresses the model is left out.
     tasks = [safe(f"- [{t.status.replace('_', ' ')}] {t.content}") for t in state.open_todos]
-    failures = [safe(f"- {x}") for x in note_lines(state.open_failures)[0]]
+    open_notes = [n for n in [*state.open_failures, *state.project_failures] if not n.resolved]
+    failures = [safe(f"- {line}{where(note.session_id)}") for line, note in open_lines(open_notes)]
+    decisions = [safe(f"- {d}{where(made.get(d, ''))}") for d in state.decisions]
     rules = [f"- {c}" for c in state.constraints]  # the user's own words, as written
     in_force = max(state.constraints_in_force, len(state.constraints))
     if not (tasks or failures or rules or in_force):
-        return ""
+        return ""  # decisions alone leave nothing open
     title = f'"{state.title}"' if state.title else "(untitled)"
+    client = CLIENT_NAMES.get(state.host, state.host)
     head = (
-        f"ctxd project memory: left open by session {title} ({state.session_id[:8]}), "
-        f"recorded {state.created_at[:16].replace('T', ' ')} UTC."
+        f"ctxd project memory: left open by session {title} ({state.session_id[:8]}, "
+        f"{client}), recorded {state.created_at[:16].replace('T', ' ')} UTC."
     )
     if count(head) > max_tokens:
         return ""
@@ -52,6 +69,7 @@ def render_startup(
         return "\n".join(parts)
 
     for name, items in (("Open tasks:", tasks), ("Failures not yet resolved:", failures),
+                        ("Decisions taken:", decisions),
                         ("Constraints in force:", rules)):  # fmt: skip
         kept: list[str] = []
         blocks.append((name, kept))

@@ -21,10 +21,11 @@ from summarizer.common.plain import (
     unwrap_summary,
 )
 from summarizer.common.text import STRONG_DECISION_RE
-from summarizer.resume.failure_notes import FailureNote, failure_notes
+from summarizer.resume.failure_notes import FailureNote, failure_notes, note_of
 from summarizer.resume.todos import Todo, open_todos, session_todos
 
 __all__ = [
+    "CLIENT_NAMES",
     "MAX_FILES",
     "RECENT_TOOL_CALLS",
     "FailureNote",
@@ -43,6 +44,7 @@ STATE_VERSION = 1
 RECENT_TOOL_CALLS = 40
 MAX_FILES = 10
 MAX_TOOL_CALLS = 10
+MAX_PROJECT_FAILURES = 5
 _READ_TOOLS = frozenset({"Read", "NotebookRead"})
 # Bookkeeping tools: their calls say nothing about where the work stood.
 _QUIET_TOOLS = frozenset(
@@ -59,6 +61,8 @@ _QUIET_TOOLS = frozenset(
         "KillBash",
     }
 )
+# The clients a session can run in, by the host name the session catalog keeps.
+CLIENT_NAMES = {"claude": "Claude Code", "codex": "Codex"}
 _TOOL_EVENTS = ("tool_result", "tool_failure", "agent_complete", "agent_launched", "agent_failed")
 _ANY = msgspec.json.Decoder()
 
@@ -95,8 +99,11 @@ class ResumeState(msgspec.Struct):
     open_failures: list[FailureNote] = msgspec.field(default_factory=list)
     decisions: list[str] = msgspec.field(default_factory=list)
     constraints: list[str] = msgspec.field(default_factory=list)
+    decision_sessions: list[str] = msgspec.field(default_factory=list)  # one per decision
     agents_in_flight: list[str] = msgspec.field(default_factory=list)
     constraints_in_force: int = 0  # all of them; `constraints` holds the first ones
+    # The project's unresolved failures of other sessions (a new session's startup memory).
+    project_failures: list[FailureNote] = msgspec.field(default_factory=list)
     project_dir: str = ""  # the notes show paths under it relative to it
     last_check: str = ""  # the last command that checked the work (tests, a build, a linter)
     last_check_failed: bool = False
@@ -107,6 +114,7 @@ class ResumeState(msgspec.Struct):
     covers_ns: int = 0  # ts_ns of the newest event it covers (spool_tail.IGNORED_EVENTS aside)
     context_tokens: int = 0
     context_chars: int = 0
+    host: str = "claude"  # the client the session ran in: "claude" (Claude Code) or "codex"
 
 
 @dataclass
@@ -128,6 +136,7 @@ class SessionFacts:
     watermark: int = 0
     last_event: str = ""
     covers_ns: int = 0
+    host: str = "claude"
 
 
 def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
@@ -157,6 +166,7 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
     if last:
         facts.watermark, facts.last_event = last
     facts.covers_ns = query.newest_activity_ns(conn, session_id)
+    facts.host = query.session_host(conn, session_id)
     return facts
 
 
@@ -201,6 +211,16 @@ def open_failures_of(facts: SessionFacts, memory: Memory | None) -> list[Failure
     return failure_notes(facts.session_id, list(rows.values()), facts.failures)
 
 
+def project_failures_of(facts: SessionFacts, memory: Memory | None) -> list[FailureNote]:
+    """The project's unresolved failures seen last in other sessions, best-ranked first."""
+    others = [
+        f
+        for f in (memory.failures if memory is not None else [])
+        if not f.resolved and f.session_id != facts.session_id
+    ]
+    return [note_of(f) for f in sorted(others, key=lambda f: -f.score)[:MAX_PROJECT_FAILURES]]
+
+
 def _session_failures(conn: sqlite3.Connection, session_id: str) -> list[Failure]:
     try:
         from summarizer.memory.store import session_failures
@@ -223,6 +243,7 @@ def build_state(
     todos = open_todos(facts.todos)
     current = next((t for t in todos if t.status == "in_progress"), None)
     decisions: list[str] = []
+    decision_sessions: list[str] = []
     constraints: list[str] = []
     if memory is not None:
         # A request or Claude Code's summary counts only where it states a decision outright
@@ -236,6 +257,7 @@ def build_state(
         ]
         ranked = sorted(stated, key=lambda d: -d.score)
         decisions = [clean_line(d.decision, 300) for d in ranked[:5]]
+        decision_sessions = [d.session_id for d in ranked[:5]]
         constraints = [c.description for c in memory.constraints if c.active]
     calls = [
         ToolCall(
@@ -270,12 +292,15 @@ def build_state(
         decisions=decisions,
         constraints=constraints,
         constraints_in_force=max(memory.constraints_in_force if memory else 0, len(constraints)),
+        decision_sessions=decision_sessions,
         agents_in_flight=agents,
         next_action=_clip(clean_text(facts.last_prompt).strip(), 2000),
         compact_summary=clean_text(unwrap_summary(facts.compact_summary)),
         watermark=facts.watermark,
         covers_ns=facts.covers_ns,
         project_dir=project_dir,
+        host=facts.host,
+        project_failures=project_failures_of(facts, memory),
         **_last_check(facts.failures),
     )
 

@@ -129,17 +129,23 @@ def _update_session(
     write_resume(paths, state, text)
     latest = query.latest_session(conn)
     if latest is None or latest == session_id:
-        _write_startup_memory(paths, config, state)
+        failures = [*state.open_failures, *state.project_failures]
+        sessions = {f.session_id for f in failures} | set(state.decision_sessions)
+        hosts = {sid: query.session_host(conn, sid) for sid in sessions if sid}
+        _write_startup_memory(paths, config, state, hosts)
     return state
 
 
-def _write_startup_memory(paths: StatePaths, config: Config, state: ResumeState) -> None:
-    # Only the most recently active session's open work is "what is open now" for a new one.
+def _write_startup_memory(
+    paths: StatePaths, config: Config, state: ResumeState, hosts: dict[str, str]
+) -> None:
+    # Only the most recently active session's open work is "what is open now" for a new one;
+    # the project's failures and decisions come with it, whichever client their session ran in.
     from summarizer.common.tokens import get_counter
     from summarizer.resume.startup import render_startup, write_startup
 
     counter = get_counter(config.summarizer.encoding)
-    write_startup(paths, render_startup(state, counter.count))
+    write_startup(paths, render_startup(state, counter.count, hosts=hosts))
 
 
 def write_resume(paths: StatePaths, state: ResumeState, context: str) -> bool:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from indexer import search_index
+from indexer.cli_queries import unwritable_reason
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
 from summarizer.search.query import SearchQueryError, parse_since, to_match
@@ -107,17 +109,26 @@ def iso_utc(ts_ns: int) -> str:
     return datetime.fromtimestamp(ts_ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def current_connection(paths: StatePaths) -> sqlite3.Connection | None:
+def current_connection(
+    paths: StatePaths, on_read_only: Callable[[str], None] | None = None
+) -> sqlite3.Connection | None:
     """A read-only connection to an index whose entries and memory cover the spool.
 
     None when there is no state at all (a read command creates none). The fast path only
-    checks; when something is new, the index and the memory are brought up to date first.
+    checks; when something is new, the index and the memory are brought up to date first,
+    unless the state dir cannot be written: then the index is read as it is, and
+    `on_read_only` is told why.
     """
     if not paths.root.is_dir():
         return None
     conn = search_index.open_current(paths.index_db, paths.spool)
     if conn is not None:
         return conn
+    read_only = unwritable_reason(paths.root)
+    if read_only:
+        if on_read_only is not None:
+            on_read_only(read_only)
+        return search_index.open_readonly(paths.index_db)
     from indexer.config import load_config  # only now: the catch-up loads msgspec and more
     from summarizer.memory.compact import compact_now
 

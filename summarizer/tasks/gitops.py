@@ -110,11 +110,25 @@ def scratch_index(repo: Path) -> Iterator[Path]:
 
 def worktree_tree(repo: Path, exclude: Sequence[str]) -> str:
     """The tree object of the working tree as it is now, untracked files included, built in a
-    scratch index so the user's index and files are untouched."""
+    scratch index so the user's index and files are untouched; `exclude` (paths relative to
+    the repository) stays as HEAD has it."""
+    # `git add` exits 1 ("The following paths are ignored…") when an exclude pathspec names an
+    # ignored path, as `.ctxd/` is once `ctxd init` added it to .gitignore. An ignored path
+    # needs no exclusion from `add -A` anyway; what git tracks inside it (a team's committed
+    # config) is put back as HEAD has it, like the rest of `exclude`.
+    named = [p for p in exclude if not is_ignored(repo, p)]
     with scratch_index(repo) as index:
-        pathspec = [".", *(f":(exclude){p}" for p in exclude)]
+        pathspec = [".", *(f":(exclude){p}" for p in named)]
         git(repo, ["add", "-A", "--", *pathspec], index_file=index)
+        if exclude:
+            git(repo, ["reset", "-q", "HEAD", "--", *exclude], index_file=index)
         return git(repo, ["write-tree"], index_file=index).stdout.decode().strip()
+
+
+def is_ignored(repo: Path, path: str) -> bool:
+    """True if a rule of git ignores `path` (or a folder above it), whether or not it tracks
+    files inside: only the rules decide whether `add` complains."""
+    return git(repo, ["check-ignore", "-q", "--no-index", "--", path], check=False).returncode == 0
 
 
 def diff_trees(repo: Path, old: str, new: str) -> bytes:

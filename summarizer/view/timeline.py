@@ -27,9 +27,10 @@ _RESULT_EVENTS = {
     "agent_failed": "failed",
     "permission_denied": "failed",
 }
-_CHANGES_FILES = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
+_CHANGES_FILES = {"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch"}  # apply_patch: Codex
 _SHOWN = {
     "prompt": "prompt",
+    "subagent_prompt": "prompt",  # a Codex subagent's task, in its lane
     "subagent_start": "agent",
     "subagent_stop": "agent",
     "stop": "reply",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from indexer import history, purge, query, readonly, recall, session_query, store
+from indexer.attribution import AgentRegistry
 from indexer.entry_keys import TOOL_INDEX, replace_old_tool_index
 from indexer.models import Entry
 
@@ -73,6 +74,7 @@ READS: list[tuple[str, Callable[[sqlite3.Connection], object]]] = [
     ("prompts", lambda c: query.session_prompts(c, "s1")),
     ("retention by age", lambda c: purge.delete_entries_before(c, 10)),
     ("forget a session", lambda c: purge.delete_session_rows(c, "s2", ("entries",))),
+    ("a session's agent calls", lambda c: AgentRegistry(c)._session("s1")),
 ]
 
 
@@ -150,6 +152,7 @@ def test_an_index_from_an_older_ctxd_gets_the_session_led_key_on_open(tmp_path: 
     try:
         assert entry_indexes(conn) == {
             "entries_agent": False,
+            "entries_agent_calls": False,
             "entries_session_tool": True,
             "entries_event": True,
         }

@@ -38,7 +38,8 @@ from helpers import (
     spool_lines,
 )
 
-from indexer.hook import failure_count, segment_name, state_dir
+from indexer.hook import segment_name, state_dir
+from indexer.hook_losses import failure_count
 
 # How fast the hook is, is measured in bench/bench_hook.py; here a hang fails by run_hook's
 # timeout and the duration only appears in failure messages.

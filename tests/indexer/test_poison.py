@@ -196,7 +196,7 @@ def test_claude_code_agent_id_naming_a_compat_view_is_remapped(state_dir: Path) 
 
 def test_every_name_the_state_dir_uses_is_reserved(tmp_path: Path) -> None:
     from indexer import view_rebuild, views
-    from indexer.hook import HOOK_FAILURES
+    from indexer.hook_losses import HOOK_FAILURES
     from indexer.paths import RESERVED_NAMES, is_valid_session_id
     from summarizer.memory.compact import REQUEST_FILE
     from summarizer.resume.hook import LATEST_FILE

@@ -101,14 +101,15 @@ VIEW_FIELDS = (
 )  # fmt: skip
 ENTRY_SQL = (
     "SELECT id, ts_ns, session_id, hook_event, event, agent_id, agent_type, tool_name,"
-    " tool_use_id, description, instruction, output_summary, error, files FROM entries ORDER BY id"
+    " tool_use_id, description, instruction, output_summary, error, files FROM entries"
+    " ORDER BY ts_ns, pid"
 )
 
 
 def render(paths: StatePaths) -> dict[Path, bytes]:
     """Every view as the index says it must be, written out here from the entries table alone
-    (not with indexer.views): one line per entry in id order, in the agent's file, and in the
-    two instruction views for agent_start/complete/launched/failed."""
+    (not with indexer.views): one line per entry in event-time order (ts_ns, then pid), in the
+    agent's file, and in the two instruction views for agent_start/complete/launched/failed."""
     conn = sqlite3.connect(f"file:{paths.index_db}?mode=ro", uri=True)
     try:
         rows = conn.execute(ENTRY_SQL).fetchall()
@@ -323,6 +324,31 @@ def test_view_truncated_mid_line_with_uncommitted_bookkeeping_is_repaired(tmp_pa
         conn.close()
     ingest(paths)
     assert on_disk(paths) == expected
+
+
+def test_a_corrupt_last_view_line_is_passed_over_when_catching_up(tmp_path: Path) -> None:
+    # Bookkeeping rolled back by a kill (`views_upto` behind the files), and a line that is
+    # not a view line at the end of a view: its last line that parses says where it stands.
+    paths = make_state(tmp_path)
+    spool(paths, *one_agent_session())
+    ingest(paths)
+    expected = render(paths)
+    main = paths.sessions / SESSION / "main.jsonl"
+    with main.open("ab") as f:
+        f.write(b'{"event":"tool_use","se\n')
+    conn = store.connect(paths.index_db)
+    try:
+        with store.transaction(conn):
+            store.set_meta(conn, "views_upto", "2")
+    finally:
+        conn.close()
+    ingest(paths)
+    lines = main.read_bytes().splitlines(keepends=True)
+    kept = [x for x in lines if not x.startswith(b'{"event":"tool_use","se')]
+    assert b"".join(kept) == expected[main]
+    assert {p: b for p, b in on_disk(paths).items() if p != main} == {
+        p: b for p, b in expected.items() if p != main
+    }
 
 
 def test_deleted_views_are_regenerated_identically_by_ctxd_rebuild(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ def test_first_command_runs_the_demo(dists: Dists, tmp_path: Path) -> None:
 
 
 @pytest.mark.full
+@pytest.mark.timeout(3600)  # ten installs and demos; on a loaded 2-core machine ~2 min each
 def test_first_command_ten_times_in_a_row(dists: Dists, tmp_path: Path) -> None:
     ensure_wheelhouse(dists)
     checkout = checkout_copy(tmp_path / "ctxd")

@@ -139,9 +139,30 @@ def test_uninstall_stops_the_daemon_and_removes_only_what_ctxd_made(tmp_path: Pa
     assert "settings.local.json: removed" in out
     assert json.loads(run_cli("status", "--json", cwd=project, env=env).stdout)["daemon"] is None
     assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.json"]
-    assert changed(project) == {".gitignore"}
+    # The project is as it was: the .gitignore ctxd created is gone, and the captured data
+    # that stays keeps itself out of git.
+    assert changed(project) == set()
+    assert not (project / ".gitignore").exists()
     assert (project / ".ctxd").is_dir()  # the captured data stays, and it says so
     assert "kept" in out and ".ctxd" in out
+
+
+def test_uninstall_gives_back_the_gitignore_as_it_was(tmp_path: Path) -> None:
+    project = team_project(tmp_path)
+    before = "node_modules/\n.mcp.json\n"  # the user's own .mcp.json line stays theirs
+    (project / ".gitignore").write_text(before)
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "gitignore")
+    init(project)
+    init(project)  # again: idempotent, and what the first run added is still ctxd's
+    assert (project / ".gitignore").read_text() == before + ".ctxd/\n.claude/settings.local.json\n"
+    git(project, "add", "-A")  # the user commits what init changed
+    git(project, "commit", "-qm", "ctxd init")
+    out = init(project, "--uninstall").stdout
+    assert (project / ".gitignore").read_text() == before
+    assert "took .ctxd/ out of" in out
+    assert changed(project) == {".gitignore"}  # back to the committed-before content
+    assert ".ctxd" not in git(project, "status", "--porcelain", "--untracked-files=all")
 
 
 def test_init_adds_no_hooks_when_the_plugin_is_enabled(tmp_path: Path) -> None:
@@ -154,11 +175,19 @@ def test_init_adds_no_hooks_when_the_plugin_is_enabled(tmp_path: Path) -> None:
     assert sorted(p.name for p in (project / ".claude").iterdir()) == ["settings.json"]
     assert changed(project) == {".gitignore"}
     assert (project / ".gitignore").read_text() == ".ctxd/\n"  # the captured data stays out
-    env = clean_env(HOME=str(tmp_path / "home"))
+    # The plugin records by itself, and finds this venv's `ctxd` for the rest.
+    venv_bin = Path(sys.executable).parent
+    env = clean_env(HOME=str(tmp_path / "home"), PATH=f"{venv_bin}:/usr/bin:/bin")
     checks = {
         c["name"]: c for c in json.loads(run_cli("doctor", "--json", cwd=project, env=env).stdout)
     }
     assert checks["hooks"]["status"] == "OK" and "plugin ctxd@ctxd" in checks["hooks"]["detail"]
+    assert str(venv_bin / "ctxd") in checks["hooks"]["detail"]
+    # A `ctxd` the plugin cannot find (not on PATH, not where the install command puts it).
+    lost = clean_env(HOME=str(tmp_path / "home"), PATH="/usr/bin:/bin")
+    hooks = json.loads(run_cli("doctor", "--json", cwd=project, env=lost).stdout)[0]
+    assert hooks["status"] == "WARN" and "finds no ctxd command" in hooks["detail"]
+    assert f"ln -sf {venv_bin / 'ctxd'} ~/.local/bin/ctxd" in hooks["fix"]
     # Hooks from `ctxd init --shared` as well: doctor says every event is recorded twice.
     init(project, "--shared")
     checks = {

@@ -315,6 +315,77 @@ def test_notes_arrive_once_across_compact_and_resumes(tmp_path: Path) -> None:
     assert "already in the conversation" in log[3]["reason"]
 
 
+OTHER = "7d8e9f00-aaaa-4bbb-8ccc-ddddeeeeffff"
+
+
+def compaction(project: Path, session_id: str = SID) -> list[bytes]:
+    """What Claude Code fires for one compaction, up to the compaction's own SubagentStop."""
+    return [
+        event(project, "PreCompact", session_id, trigger="auto", custom_instructions=""),
+        event(
+            project,
+            "SubagentStop",
+            session_id,
+            agent_id="a0c0ffee",
+            agent_type="",
+            last_assistant_message=COMPACT_TEXT,
+        ),
+    ]
+
+
+def busy_neighbour(project: Path, mib: float) -> list[bytes]:
+    """Another session of the project writing `mib` MiB to the spool (large tool outputs)."""
+    chunk = "x" * 200_000
+    return [
+        event(
+            project,
+            "PostToolUse",
+            OTHER,
+            tool_name="Bash",
+            tool_use_id=f"toolu_busy_{n}",
+            tool_input={"command": "cat big.log"},
+            tool_response={"stdout": chunk, "stderr": "", "interrupted": False},
+        )
+        for n in range(int(mib * (1 << 20)) // len(chunk) + 1)
+    ]
+
+
+def test_a_second_compaction_hands_back_however_much_others_write_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """More than the spool tail the hook reads (1 MiB) is written by another session between
+    this session's PreCompact and its SessionStart(compact): the notes still go back, and
+    they are this compaction's; the same SessionStart again still hands back nothing."""
+    state, project = tmp_path / "state", tmp_path / "proj"
+    project.mkdir()
+    feed(state, project, work(project))
+    outs = feed(
+        state, project, [*compaction(project), event(project, "SessionStart", source="compact")]
+    )
+    assert context_of(outs[-1]).startswith("ctxd notes for session")
+    feed(
+        state,
+        project,
+        [
+            event(project, "UserPromptSubmit", prompt="now write the tests for the CSV export"),
+            *compaction(project),
+            *busy_neighbour(project, 1.5),
+        ],
+    )
+    (out,) = feed(state, project, [event(project, "SessionStart", source="compact")])
+    handed = context_of(out)
+    assert "now write the tests for the CSV export" in handed
+    log = [
+        json.loads(x) for x in (state / "resume" / SID / "starts.jsonl").read_text().splitlines()
+    ]
+    assert [(r["source"], r["injected"]) for r in log[-2:]] == [("compact", True)] * 2
+    # The same compaction's SessionStart once more (a hook installed twice, say): not again.
+    (again,) = feed(state, project, [event(project, "SessionStart", source="compact")])
+    assert again == ""
+    last = json.loads((state / "resume" / SID / "starts.jsonl").read_text().splitlines()[-1])
+    assert last["reason"] == "this compaction's notes were handed back already (no event since)"
+
+
 def test_resume_after_a_compaction_without_notes_hands_back(tmp_path: Path) -> None:
     state, project = tmp_path / "state", tmp_path / "proj"
     project.mkdir()

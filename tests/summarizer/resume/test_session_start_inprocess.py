@@ -29,6 +29,7 @@ from summarizer.resume.hook import (
     claim_context,
     plan_session_start,
     read_settings,
+    record_compaction,
     session_start_output,
     take_context,
 )
@@ -199,6 +200,28 @@ def test_a_new_event_after_a_compaction_makes_the_next_one_hand_back_again(
     _prompt(state, "now style the button", later)
     _prebuilt(state, "second notes\n", covers_ns=later)
     assert _context(session_start_output(_event("compact"), str(state))) == "second notes\n"
+
+
+def test_a_precompact_is_recorded_in_the_sessions_own_folder_and_nowhere_else(
+    tmp_path: Path,
+) -> None:
+    state = _state(tmp_path)
+    pre = payload(session_id=SID, hook_event_name="PreCompact", trigger="auto")
+    record_compaction(pre, str(state), 1234)
+    record = state / "resume" / SID / "compaction.json"
+    assert json.loads(record.read_text()) == {"precompact_ns": 1234}
+    assert oct(record.stat().st_mode & 0o777) == "0o600"
+    for bad in ("../escape", ".hidden", "a/b", 42):
+        record_compaction(payload(session_id=bad, hook_event_name="PreCompact"), str(state), 99)
+    record_compaction(payload(session_id=OTHER, hook_event_name="Stop"), str(state), 99)
+    assert sorted(p.name for p in (state / "resume").iterdir()) == [SID]
+    assert not (tmp_path / "escape").exists()
+    # A resume folder that is a symlink is never written through.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (state / "resume" / OTHER).symlink_to(outside)
+    record_compaction(payload(session_id=OTHER, hook_event_name="PreCompact"), str(state), 5)
+    assert list(outside.iterdir()) == []
 
 
 def test_the_output_is_capped_at_max_chars_at_a_line_end(tmp_path: Path) -> None:

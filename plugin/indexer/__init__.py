@@ -1,0 +1,1 @@
+../../indexer/__init__.py

@@ -1,0 +1,1 @@
+../../indexer/plugin_mcp.py

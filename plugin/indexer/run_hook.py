@@ -1,0 +1,1 @@
+../../indexer/run_hook.py
