@@ -48,6 +48,9 @@ def doctor(paths: StatePaths) -> list[Check]:
     checks += _check_state_dir(paths)
     config, config_check = _check_config(paths)
     checks.append(config_check)
+    from summarizer.cli.doctor_recall import recall_check
+
+    checks.append(Check(*recall_check(settings_files(paths), config)))
     checks.append(_check_daemon(paths, config))
     checks.extend(_check_index(paths, config))
     checks.append(_check_hook_failures(paths))
