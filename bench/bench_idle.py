@@ -10,8 +10,18 @@ CPU and RSS are those of the daemon and its child processes together (the prepar
 starts for the backlog of phase 2 with `--worker on`; the default, `--worker default`, leaves
 the config as `ctxd init` writes it, where the worker is off).
 
+`--at-rest` compares daemons at rest only: for each `--ctxd` (an installed `ctxd`, e.g. one in
+a venv holding the code before a change; default: this checkout), in alternating order over
+`--rounds` rounds, a fresh project of N events indexed by that ctxd itself, its daemon started
+and left to settle (its startup work over, `--settle-s` after its start at least), then its
+CPU share over `--idle-s` seconds (from /proc/<pid>/task/*/schedstat, in ns: utime and stime
+come in 10 ms ticks, too coarse at rest), and its wake-ups: the calls of every thread that
+return from a wait (futex, poll, select, epoll_wait, clock_nanosleep...), counted by
+`strace -c -f -p PID` over `--strace-s` seconds (goal: < 0.1% of a core, <= 1 wake-up/s).
+
     python bench/bench_idle.py                 # 200,000 indexed, then 1,000,000 ingested, 60 s idle
     python bench/bench_idle.py --quick         # 20,000, then 50,000, 45 s idle
+    python bench/bench_idle.py --at-rest --ctxd /tmp/base/bin/ctxd --ctxd .venv/bin/ctxd
 """
 
 from __future__ import annotations
@@ -19,6 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -94,6 +106,19 @@ def cpu_seconds(pid: int) -> float:
         # utime, stime, and cutime, cstime: children it waited for (a worker that ended).
         total += sum(int(f) for f in fields[11:15])
     return total / TICKS
+
+
+def cpu_ns(pid: int) -> int:
+    """Time on a CPU of every live thread of `pid` and its descendants, in ns (schedstat:
+    exact, where utime and stime come in 10 ms ticks, too coarse for an idle daemon)."""
+    total = 0
+    for member in tree(pid):
+        try:
+            for task in Path(f"/proc/{member}/task").iterdir():
+                total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError):
+            continue  # it exited meanwhile
+    return total
 
 
 def status_mb(pid: int, key: str) -> float:
@@ -173,6 +198,140 @@ def settled(paths: StatePaths, pid: int, quiet_s: float) -> Callable[[], bool]:
     return check
 
 
+# The calls a thread blocks in until something happens or a timeout: one return, one wake-up.
+WAIT_CALLS = frozenset(
+    {
+        "futex",
+        "poll",
+        "ppoll",
+        "select",
+        "pselect6",
+        "epoll_wait",
+        "epoll_pwait",
+        "epoll_pwait2",
+        "clock_nanosleep",
+        "nanosleep",
+        "accept",
+        "accept4",
+    }
+)
+
+
+def daemon_argv(ctxd: str) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that run `ctxd` ("" for this checkout)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if not ctxd:
+        return [sys.executable, "-m", "summarizer.cli.app"], {**env, "PYTHONPATH": str(REPO)}
+    return [ctxd], env  # an installed ctxd: nothing of this checkout may shadow its code
+
+
+def count_wakeups(pid: int, seconds: float) -> tuple[int, dict[str, int]] | None:
+    """Wait-call returns of every thread of `pid` over `seconds` (strace -c -f); None without
+    strace."""
+    if not shutil.which("strace"):
+        return None
+    with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
+        trace = subprocess.Popen(
+            ["strace", "-c", "-f", "-p", str(pid), "-o", out.name],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(seconds)
+        trace.send_signal(signal.SIGINT)
+        trace.wait(timeout=30)
+        calls = {}
+        for line in out.read().splitlines():
+            fields = line.split()
+            # % time, seconds, usecs/call, calls, [errors,] syscall
+            if len(fields) >= 5 and fields[-1] in WAIT_CALLS and fields[3].isdigit():
+                calls[fields[-1]] = int(fields[3])
+    return sum(calls.values()), calls
+
+
+@dataclass
+class Rest:
+    """One daemon at rest: CPU share, RSS and wake-ups."""
+
+    ctxd: str
+    cpu_pct: float = 0.0
+    rss_mb: float = 0.0
+    wakeups_per_s: float | None = None
+    calls: dict[str, int] = field(default_factory=dict)
+    load: str = ""  # the machine's load average after the idle window
+
+
+def at_rest(ctxd: str, args: argparse.Namespace) -> Rest:
+    """A fresh project indexed by `ctxd` itself, its daemon settled, then measured at rest."""
+    argv, env = daemon_argv(ctxd)
+    rest = Rest(ctxd or "this checkout")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = StatePaths(Path(tmp) / "state")
+        paths.ensure()
+        build_spool(paths.spool, args.events)
+        ingest = [*argv, "ingest", "--state-dir", str(paths.root)]
+        subprocess.run(ingest, env=env, check=True, stdout=subprocess.DEVNULL)
+        err = (Path(tmp) / "daemon.stderr").open("wb")
+        proc = subprocess.Popen(
+            [*argv, "run", "--state-dir", str(paths.root)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        try:
+            started = time.monotonic()
+            quiet = settled(paths, proc.pid, quiet_s=3.0)
+            sample(proc.pid, "settle", lambda: quiet() and time.monotonic() - started >= args.settle_s)
+            c0, t0 = cpu_ns(proc.pid), time.monotonic()
+            idle = sample(proc.pid, "idle", lambda: True, min_s=args.idle_s)
+            rest.cpu_pct = 100 * (cpu_ns(proc.pid) - c0) / 1e9 / (time.monotonic() - t0)
+            rest.rss_mb = statistics.median(idle.rss_mb)
+            rest.load = idle.load
+            counted = count_wakeups(proc.pid, args.strace_s)
+            if counted is not None:
+                rest.wakeups_per_s = counted[0] / args.strace_s
+                rest.calls = counted[1]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+            err.close()
+    return rest
+
+
+def compare_at_rest(args: argparse.Namespace) -> int:
+    """Each ctxd at rest, in alternating order over the rounds; medians and ratios."""
+    ctxds = args.ctxd or [""]
+    found: dict[str, list[Rest]] = {c: [] for c in ctxds}
+    for n in range(args.rounds):
+        order = ctxds if n % 2 == 0 else ctxds[::-1]
+        for ctxd in order:
+            rest = at_rest(ctxd, args)
+            found[ctxd].append(rest)
+            wakes = "n/a" if rest.wakeups_per_s is None else f"{rest.wakeups_per_s:.2f}/s"
+            calls = ", ".join(f"{k} {v}" for k, v in sorted(rest.calls.items()))
+            print(
+                f"round {n + 1}: {rest.ctxd}: CPU {rest.cpu_pct:.3f}% of a core over "
+                f"{args.idle_s:.0f} s, RSS {rest.rss_mb:.1f} MB, wake-ups {wakes} ({calls}), "
+                f"load {rest.load}",
+                flush=True,
+            )
+    print(f"at rest, {args.events:,} events indexed, medians of {args.rounds} rounds:")
+    first = ctxds[0]
+    for ctxd, rests in found.items():
+        cpu = statistics.median(r.cpu_pct for r in rests)
+        rss = statistics.median(r.rss_mb for r in rests)
+        counted = [r.wakeups_per_s for r in rests if r.wakeups_per_s is not None]
+        wakes = statistics.median(counted) if counted else None
+        line = f"  {rests[0].ctxd}: CPU {cpu:.3f}% of a core, RSS {rss:.1f} MB"
+        line += "" if wakes is None else f", {wakes:.2f} wake-ups/s"
+        if ctxd != first and found[first]:
+            base_cpu = statistics.median(r.cpu_pct for r in found[first])
+            line += f"; CPU {cpu / base_cpu:.2f}x the first" if base_cpu else ""
+        print(line)
+    print("goals: < 0.1% of a core and at most one wake-up a second at rest, RSS as before")
+    return 0
+
+
 def move_segments(src: Path, dst: Path, prefix: str) -> None:
     """Drop generated segments into the live spool under new names (renames are atomic)."""
     for segment in sorted(src.glob("*.jsonl")):
@@ -186,6 +345,22 @@ def main() -> int:
     parser.add_argument("--idle-s", type=float, default=60.0, help="idle sampling period")
     parser.add_argument("--quick", action="store_true", help="20,000 / 50,000 events, 45 s idle")
     parser.add_argument(
+        "--ctxd",
+        action="append",
+        metavar="PATH",
+        help="an installed ctxd to run (repeat to compare; default: this checkout)",
+    )
+    parser.add_argument("--at-rest", action="store_true", help="compare daemons at rest only")
+    parser.add_argument("--rounds", type=int, default=3, help="--at-rest: rounds per ctxd")
+    parser.add_argument("--strace-s", type=float, default=30.0, help="--at-rest: strace window")
+    parser.add_argument(
+        "--settle-s",
+        type=float,
+        default=40.0,
+        help="--at-rest: measure no sooner after the start (the tokenizer is released 30 s "
+        "after the startup compaction)",
+    )
+    parser.add_argument(
         "--worker",
         choices=("on", "off", "default"),
         default="default",
@@ -194,6 +369,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.events, args.ingest, args.idle_s = 20_000, 50_000, 45.0
+    if args.at_rest:
+        return compare_at_rest(args)
     with tempfile.TemporaryDirectory() as tmp:
         paths = StatePaths(Path(tmp) / "state")
         paths.ensure()
@@ -208,16 +385,17 @@ def main() -> int:
         # The same payloads again, as new sessions: later timestamps and other segment names.
         build_spool(staging, args.ingest, start=args.events)
         log = Path(tmp) / "daemon.stderr"
+        argv, env = daemon_argv((args.ctxd or [""])[0])
         with log.open("wb") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "summarizer.cli.app", "run", "--state-dir", str(paths.root)],
-                env={**os.environ, "PYTHONPATH": str(REPO)},
+                [*argv, "run", "--state-dir", str(paths.root)],
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
             )
         try:
-            phases = run_phases(proc.pid, paths, staging, args)
+            phases = run_phases(proc.pid, paths, staging, args, argv, env)
             hwm = tree_mb(proc.pid, "VmHWM")
         finally:
             proc.terminate()
@@ -235,7 +413,14 @@ def main() -> int:
     return 0
 
 
-def run_phases(pid: int, paths: StatePaths, staging: Path, args: argparse.Namespace) -> list[Phase]:
+def run_phases(
+    pid: int,
+    paths: StatePaths,
+    staging: Path,
+    args: argparse.Namespace,
+    argv: list[str],
+    env: dict[str, str],
+) -> list[Phase]:
     """Settle, idle, ingest, compaction: the sampled phases in order."""
     phases = [sample(pid, "start and settle", settled(paths, pid, quiet_s=3.0))]
     phases.append(sample(pid, f"idle ({args.idle_s:.0f} s)", lambda: True, min_s=args.idle_s))
@@ -253,8 +438,15 @@ def run_phases(pid: int, paths: StatePaths, staging: Path, args: argparse.Namesp
         top, done = index_state(paths)
         return done >= top
 
-    paths.root.joinpath("compact.request").write_bytes(b"bench")
+    # `ctxd compact` asks the daemon (and waits for its answer) while the daemon is sampled.
+    client = subprocess.Popen(
+        [*argv, "compact", "--state-dir", str(paths.root)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     phases.append(sample(pid, "compaction after it", published, min_s=SAMPLE_S))
+    client.wait(timeout=600)
     return phases
 
 

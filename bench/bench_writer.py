@@ -45,6 +45,7 @@ from indexer.ingest_lines import Batch  # noqa: E402
 from indexer.models import Entry  # noqa: E402
 from indexer.paths import FILE_MODE, StatePaths  # noqa: E402
 from indexer.store import StoredEntry  # noqa: E402
+from indexer.transactions import transaction  # noqa: E402
 from indexer.view_writer import ViewWriter  # noqa: E402
 from indexer.writer import open_writer  # noqa: E402
 
@@ -136,7 +137,7 @@ def timed(step: Callable[..., object], *args: object) -> tuple[float, int]:
 
 
 def insert_batch(conn: sqlite3.Connection, batch: list[Entry]) -> None:
-    with store.transaction(conn):
+    with transaction(conn):
         store.insert_entries(conn, batch)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer import store
+from indexer.transactions import transaction
 
 PROJECT = "/home/dev/shop"
 SESSION_EVENTS = 500  # events per generated session
@@ -100,7 +101,7 @@ def rows(start: int, count: int) -> Iterator[tuple[Any, ...]]:
 
 def insert(conn: sqlite3.Connection, start: int, count: int) -> None:
     """Insert entries (and their sessions) with plain SQL in one transaction."""
-    with store.transaction(conn):
+    with transaction(conn):
         conn.executemany(_INSERT, rows(start, count))
         first, last = start // SESSION_EVENTS, (start + count - 1) // SESSION_EVENTS
         conn.executemany(

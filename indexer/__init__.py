@@ -41,10 +41,9 @@ if TYPE_CHECKING:
     from indexer.models import Entry
     from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
-    from indexer.plugin import CTXD_VENV, installed_ctxd
-    from indexer.redact import redact_text
+    from indexer.plugin import CTXD_VENV, ignore_in_git, installed_ctxd
+    from indexer.redact import redact_entry, redact_text, secret_kinds
     from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
-    from indexer.secret_scan import find_secrets
     from indexer.spool import is_segment_name
     from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
     from indexer.spool_retention import (
@@ -115,8 +114,9 @@ _EXPORTS = {
     "IngestStats": "indexer.ingest_lines",
     "lag": "indexer.writer",
     "IndexWriter": "indexer.writer",
-    "find_secrets": "indexer.secret_scan",
+    "redact_entry": "indexer.redact",
     "redact_text": "indexer.redact",
+    "secret_kinds": "indexer.redact",
     "RedactingFormatter": "indexer.logsafe",
     "bounded": "indexer.logsafe",
     "redact_last_resort": "indexer.logsafe",
@@ -125,6 +125,7 @@ _EXPORTS = {
     "WRITER_CACHE_KIB": "indexer.store",
     "CTXD_VENV": "indexer.plugin",
     "installed_ctxd": "indexer.plugin",
+    "ignore_in_git": "indexer.plugin",
 }
 
 __all__ = [
@@ -159,10 +160,10 @@ __all__ = [
     "command_files",
     "delete_segment",
     "failure_count",
-    "find_secrets",
     "flock_within",
     "git_root",
     "has_unread",
+    "ignore_in_git",
     "installed_ctxd",
     "is_locked",
     "is_segment_name",
@@ -179,12 +180,14 @@ __all__ = [
     "prune_quarantine",
     "prune_spool",
     "rebuild_all",
+    "redact_entry",
     "redact_last_resort",
     "redact_text",
     "release_memory",
     "resolve_state_paths",
     "rewrite_segment",
     "row_id",
+    "secret_kinds",
     "session_of",
     "snapshot",
     "sweep_temp_files",

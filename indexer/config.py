@@ -24,6 +24,7 @@ class IngestConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 
 class DaemonConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     rescan_interval_s: float = 1.0
+    rescan_idle_interval_s: float = 5.0
     heartbeat_interval_s: float = 5.0
     log_max_bytes: int = 1024 * 1024
     log_backups: int = 3
@@ -122,6 +123,10 @@ def _validate(config: Config, source: str) -> None:
         (config.ingest.batch_lines >= 1, "[ingest] batch_lines must be >= 1"),
         (config.ingest.max_line_bytes >= 4096, "[ingest] max_line_bytes must be >= 4096"),
         (config.daemon.rescan_interval_s > 0, "[daemon] rescan_interval_s must be > 0"),
+        (
+            config.daemon.rescan_idle_interval_s >= config.daemon.rescan_interval_s,
+            "[daemon] rescan_idle_interval_s must be >= rescan_interval_s",
+        ),
         (config.summarizer.interval_s > 0, "[summarizer] interval_s must be > 0"),
         (
             config.summarizer.completions_trigger >= 1,

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from indexer import store
+from indexer import store, transactions
 from indexer.errors import IndexUnavailableError, translate_sqlite_errors
 from indexer.models import Entry
 from indexer.query import TODO_FILTER
@@ -64,7 +64,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
 @contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[None]:
     """BEGIN IMMEDIATE … COMMIT, rolled back on any exception; a stuck lock: IndexLockedError."""
-    with _guard("transaction"), store.transaction(conn):
+    with _guard("transaction"), transactions.transaction(conn):
         yield
 
 

@@ -1,5 +1,7 @@
-"""Recall at the moment of action: what the record holds about the file or command a tool call
-is about to touch, handed to the model by PreToolUse (stdlib only, no parsing of the payload).
+"""Recall at the moment of action: PreToolUse hands the model what the record holds on a call.
+
+What the record holds is about the file or command the tool call is about to touch (stdlib
+only, no parsing of the payload).
 
 The daemon (after each compaction) and the PostToolUseFailure hook keep a small table per
 session, `<state dir>/recall/<session>.tsv`, one item per line:

@@ -32,6 +32,7 @@ from indexer.tailer import (
     observe,
     read_chunk,
 )
+from indexer.transactions import transaction
 from indexer.transcript_store import drop_known_events
 
 # The writer and the daemon take both from here, the module that produces them.
@@ -82,13 +83,13 @@ class Ingestor:
         if gone:
             missing = self._missing(gone, known)
             total.anomalies += len(missing)
-            with store.transaction(self.conn):
+            with transaction(self.conn):
                 for name in gone:
                     store.retire_file(self.conn, known[name].file_id)
                 if missing:
                     store.bump_counter(self.conn, "anomaly.missing", len(missing))
         if total.lines or gone:
-            with store.transaction(self.conn):
+            with transaction(self.conn):
                 store.set_meta(self.conn, "last_ingest_ns", str(time.time_ns()))
         return total
 
@@ -149,7 +150,7 @@ class Ingestor:
                         stored.offset if stored else 0,
                         seen.size,
                     )
-                with store.transaction(self.conn):
+                with transaction(self.conn):
                     state = store.new_file(
                         self.conn, name, seen.dev, seen.ino, action.value, time.time_ns()
                     )
@@ -194,7 +195,7 @@ class Ingestor:
             )
         batch = Batch(state)
         try:
-            with store.transaction(self.conn):
+            with transaction(self.conn):
                 line_no = state.line_no
                 for i, raw in enumerate(lines):
                     line_no += 1
@@ -239,7 +240,7 @@ class Ingestor:
         pending = size - state.offset
         if state.partial_size != pending:
             # First sight of this tail (or it grew): remember when, not yet written (I4).
-            with store.transaction(self.conn):
+            with transaction(self.conn):
                 state = _replace_partial(state, now, pending)
                 store.save_file(self.conn, state)
             return state, stats, True
@@ -252,7 +253,7 @@ class Ingestor:
         self, fd: int, state: FileState, end: int, chunk: bytes, error: str, stats: IngestStats
     ) -> FileState:
         start = state.offset  # the log names where the skipped line starts, not where it ends
-        with store.transaction(self.conn):
+        with transaction(self.conn):
             _quarantine(self.conn, state, start, state.line_no + 1, error, chunk, time.time_ns())
             state = FileState(
                 state.file_id,

@@ -41,7 +41,8 @@ RESERVED_NAMES = frozenset(
         "config.toml",
         "hook-failures",
         "autostart.lock",
-        "compact.request",
+        "compact.request",  # an earlier version's request file
+        "daemon.sock",
         "latest.json",
         "views.rebuild",
         "views.new",

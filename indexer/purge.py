@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from indexer import store, view_rebuild
+from indexer import view_rebuild
 from indexer.errors import translate_sqlite_errors
 from indexer.paths import StatePaths
+from indexer.transactions import transaction
 
 __all__ = [
     "compact_file",
@@ -85,13 +86,13 @@ def expire_before(
             str(r[0])
             for r in conn.execute("SELECT session_id FROM sessions WHERE last_ns<?", (cutoff_ns,))
         ]
-        with store.transaction(conn):
+        with transaction(conn):
             entries = delete_entries_before(conn, cutoff_ns)
             for sid in gone:
                 delete_session_rows(conn, sid)
             if entries or gone:
                 view_rebuild.request(conn)
         if entries or gone:
-            with store.transaction(conn):
+            with transaction(conn):
                 view_rebuild.rebuild(conn, paths)
     return entries, gone

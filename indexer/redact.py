@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import operator
+import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from indexer.decoded import (
@@ -111,6 +113,20 @@ def redact_text(text: str) -> str:
         known = None if out == text else out
         _remember(text, known)
     return text if known is None else known
+
+
+_TAG = re.compile(r"\[REDACTED:([a-z0-9-]+)\]")
+
+
+def secret_kinds(text: str) -> list[str]:
+    """The kinds of secret redact_text finds in text, sorted ([] when it would change nothing):
+    the check of what ctxd refuses to store rather than stores redacted (the task cache)."""
+    redacted = redact_text(text)
+    if redacted is text:
+        return []
+    found = Counter(_TAG.findall(redacted))
+    found.subtract(_TAG.findall(text))  # tags the text held already are not new secrets
+    return sorted(kind for kind, n in found.items() if n > 0) or ["secret"]
 
 
 def _remember(text: str, redacted: str | None) -> None:

@@ -364,6 +364,13 @@ def merge_segments(conn: sqlite3.Connection, *, lock: Any = None, should_stop: A
     )
 
 
+def stored_bodies(conn: sqlite3.Connection, docs: Sequence[int]) -> dict[int, str]:
+    """The searchable text of each document, as stored."""
+    marks = ",".join("?" * len(docs))
+    rows = conn.execute(f"SELECT rowid, body FROM search WHERE rowid IN ({marks})", list(docs))
+    return {int(doc): str(body) for doc, body in rows}
+
+
 def count_documents(conn: sqlite3.Connection) -> int:
     """How many documents the search index holds."""
     return int(conn.execute("SELECT count(*) FROM search").fetchone()[0])

@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
+from indexer.secret_commands import CONTEXT_RULES, SHELL_VALUE, probe_on_raw_json
+
 # Kinds follow the rule sets of gitleaks and detect-secrets (which kinds exist, and their
 # published token shapes); the patterns are written here. Each rule runs only when one of its
 # keywords occurs (case-insensitively) in the text: the keywords are what the one multi-pattern
@@ -28,6 +30,11 @@ class Rule(NamedTuple):
 def _has_digit(value: str) -> bool:
     """Random keys of 20+ characters always hold a digit; words and identifiers often do not."""
     return any(c.isdigit() for c in value)
+
+
+def _mixed_key(value: str) -> bool:
+    """A random key of letters and digits: both cases and a digit (`s.` plus a word is not)."""
+    return _has_digit(value) and not value.islower() and not value.isupper()
 
 
 def shannon_entropy(value: str) -> float:
@@ -64,17 +71,6 @@ def _random_enough(value: str) -> bool:
     return shannon_entropy(value) >= limit
 
 
-# Words that follow a flag's name in prose ("the --password flag"), never its value.
-_PROSE_AFTER_FLAG = frozenset(
-    ["flag", "option", "options", "argument", "parameter", "switch", "is", "are", "was", "to", "and", "or", "the", "a", "an", "when", "if", "with", "without", "for", "in", "of", "on", "from", "that", "which"]
-)
-
-
-def _flag_value(value: str) -> bool:
-    """A password flag's value: anything but a placeholder or a word of prose."""
-    return value.lower() not in _PROSE_AFTER_FLAG
-
-
 def _env_value(value: str) -> bool:
     """A value assigned in a .env file: not a template, not a flag (`AUTH=1`, `TOKEN=true`)."""
     return len(value) >= 4 and not is_placeholder(value)
@@ -90,9 +86,6 @@ def _r(
     probes = (probe,) if probe else tuple(re.escape(k.lower()) for k in keywords)
     return Rule(kind, re.compile(pattern), probes, check)
 
-
-# A value in a shell command: quoted, or up to whitespace or a shell operator.
-_SHELL_VALUE = r"""(?:"(?P<s>[^"\s]{1,200})"|'(?P<s2>[^'\s]{1,200})'|(?P<s3>[^\s"'`;&|<>()]{1,200}))"""
 
 RULES: tuple[Rule, ...] = (
     # --- cloud -------------------------------------------------------------------------------
@@ -113,8 +106,13 @@ RULES: tuple[Rule, ...] = (
     _r("tencent-secret-id", _B + r"AKID[A-Za-z0-9]{32}" + _E, "akid"),
     _r("cloudflare-origin-ca-key", _B + r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}", "v1.0-"),
     _r("flyio-token", _B + r"fo1_[\w-]{43}", "fo1_"),
-    _r("doppler-token", _B + r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}", "dp.pt.", "dp.st.", "dp.ct.", "dp.sa."),
+    # A service token names its environment: dp.st.<config>.<key>.
+    _r("doppler-token", _B + r"dp\.(?:pt|st|ct|sa|scim|audit)\.(?:[a-z0-9_-]{1,40}\.)?[A-Za-z0-9]{40,44}" + _E,
+       "dp.pt.", "dp.st.", "dp.ct.", "dp.sa.", "dp.scim.", "dp.audit."),
     _r("vault-token", _B + r"hv[sb]\.[A-Za-z0-9_-]{90,}", "hvs.", "hvb."),
+    # Before Vault 1.10: s.<24 characters> (service), b.AAAAAQ… (batch).
+    _r("vault-token", _B + r"(?:s\.[A-Za-z0-9]{24}|b\.AAAAAQ[A-Za-z0-9_-]{80,})" + _E,
+       probe=r"s\.[a-z0-9]{24}(?:[^a-z0-9]|$)|b\.aaaaaq", check=_mixed_key),
     _r("terraform-cloud-token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}", "atlasv1"),
     _r("pulumi-token", _B + r"pul-[a-f0-9]{40}" + _E, "pul-"),
     _r("databricks-token", _B + r"dapi[a-f0-9]{32}(?:-\d)?" + _E, "dapi"),
@@ -189,17 +187,11 @@ RULES: tuple[Rule, ...] = (
     _r("authorization-header", r"(?i)\bAuthorization\s*[:=]\s*[\"']?(?:Bearer|Basic|Token|Bot|Digest|Negotiate)\s+(?P<s>[A-Za-z0-9._~+/=:-]{8,})", "authorization"),
     _r("bearer-token", r"(?i)\bBearer\s+(?P<s>[A-Za-z0-9._~+/=-]{20,})", "bearer", check=_has_digit),
     _r("api-key-header", r"(?i)\bX-(?:Api|Auth)-(?:Key|Token)\s*:\s*(?P<s>[^\s\"']{8,})", "-key", "-token"),
-    # --- command lines ---------------------------------------------------------------------------
-    _r("sshpass-password", r"\bsshpass\s+-p\s*" + _SHELL_VALUE, "sshpass"),
-    _r("mysql-password", r"\bmysql(?:dump|admin|sh|import)?\b[^\n|;&]{0,200}?\s-p(?P<s>[^\s\"'`;&|-][^\s\"'`;&|]*)", "mysql"),
-    _r("password-flag", r"(?i)(?<![\w-])--?(?:password|passwd|pass|client-secret|secret|token|api-key|auth-token)(?:=|\s+)" + _SHELL_VALUE, "password", "passwd", "--pass", "secret", "token", "api-key", check=_flag_value),
-    _r("redis-cli-password", r"\bredis-cli\b[^\n|;&]{0,200}?\s-a\s+" + _SHELL_VALUE, "redis-cli"),
-    _r("docker-login-password", r"\bdocker\s+login\b[^\n|;&]{0,200}?\s-p\s+" + _SHELL_VALUE, "docker"),
-    _r("curl-user", r"\bcurl\b[^\n|;&]{0,300}?\s(?:-u|--user)\s*['\"]?[^\s:'\"]+:(?P<s>[^\s'\"]+)", "curl"),
-    _r("password-env", r"\b(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|SSHPASS|PGPASS)=" + _SHELL_VALUE, "pgpassword", "mysql_pwd", "rediscli_auth", "sshpass=", "pgpass"),
+    # --- passwords by their context: command flags, credential files, cookies, prose ------
+    *(Rule(r.kind, re.compile(r.pattern), (probe_on_raw_json(r.probe),), r.check) for r in CONTEXT_RULES),
     # --- .env assignments and the entropy rule ------------------------------------------------
     _r("env-assignment",
-       r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PASS|PWD|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|AUTH|CREDENTIALS?|_KEY)[ \t]*=[ \t]*" + _SHELL_VALUE + r"(?![\w(\[.])",
+       r"(?m)^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PASS|PWD|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|AUTH|CREDENTIALS?|_KEY)[ \t]*=[ \t]*" + SHELL_VALUE + r"(?![\w(\[.])",
        "secret", "token", "pass", "pwd", "key", "auth", "credential", check=_env_value),
     _r("high-entropy-secret",
        r"(?i)(?:key|token|secret|passw(?:or)?d|auth|credential|signature|salt)[\w.-]{0,20}[\"']?\s*(?::=|=>|[:=])\s*[\"']?(?P<s>[A-Za-z0-9+/_=.~-]{16,200})(?![A-Za-z0-9+/_=.~-])",
@@ -222,12 +214,6 @@ _PROBES = {
     "authorization-header": rf"authorization{_W}*[:=]",
     "bearer-token": rf"bearer{_W}+[a-z0-9._~+/=-]{{20}}",
     "api-key-header": rf"x-(?:api|auth)-(?:key|token){_W}*:",
-    "sshpass-password": r"sshpass\s+-p",
-    "mysql-password": r"mysql[^|;&]{0,200}\s-p[^\s\"'`;&|-]",
-    "password-flag": r"-(?:password|passwd|pass|client-secret|secret|token|api-key|auth-token)(?:=|\s)",
-    "redis-cli-password": r"redis-cli[^|;&]{0,200}\s-a\s",
-    "docker-login-password": r"docker\s+login[^|;&]{0,200}\s-p\s",
-    "curl-user": r"curl[^|;&]{0,300}\s(?:-u|--user)\s*\S+:",
     "env-assignment": (
         r"(?:secret|token|passwd|pass|pwd|api_?key|private_?key|access_?key|auth|credentials?|_key)"
         r"[ \t]*=[ \t]*\S{4}"

@@ -48,17 +48,28 @@ _RUN_START = rb"(?:^|[^A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{%d}" % _RUN_MIN  # `=` may
 _Probe = Callable[[bytes], tuple[set[int], list[int]]]
 
 
+# Each distinct probe is one pattern of the pass, reported for every rule that has it (the
+# commands that take a password after a flag share one).
+_PROBE_RULES: dict[str, list[int]] = {}
+for _i, _rule in enumerate(RULES):
+    for _p in _rule.probes:
+        _PROBE_RULES.setdefault(_p, []).append(_i)
+_RULES_OF = tuple(tuple(ids) for ids in _PROBE_RULES.values())
+_FIRST_PROBE = LEGACY + 1  # the pass's id of the first distinct probe
+
+
 def _re_engine() -> _Probe:
-    """Python `re` fallback: one alternation of every probe, one named group per rule."""
-    alternation = re.compile(
-        "|".join(f"(?P<r{i}>{'|'.join(rule.probes)})" for i, rule in enumerate(RULES)).encode(),
-        re.IGNORECASE,
-    )
+    """Python `re` fallback: each probe searched on its own. (One alternation of them all
+    misses a probe that starts inside another's match: finditer's matches never overlap.)"""
+    probes = [re.compile(p.encode(), re.IGNORECASE) for p in _PROBE_RULES]
     runs = re.compile(rb"[^A-Za-z0-9+/_-][A-Za-z0-9+/_-]{%d}" % _RUN_MIN)
     legacy = [re.compile(p, re.IGNORECASE if caseless else 0) for p, caseless in _LEGACY_GATES]
 
     def probe(data: bytes) -> tuple[set[int], list[int]]:
-        hits = {int(m.lastgroup[1:]) for m in alternation.finditer(data) if m.lastgroup}
+        hits: set[int] = set()
+        for pattern, rules in zip(probes, _RULES_OF, strict=True):
+            if pattern.search(data):
+                hits.update(rules)
         if HIDING_ESCAPE.search(data):
             hits.add(HIDDEN)
         if any(g.search(data) for g in legacy):
@@ -73,11 +84,8 @@ def _hyperscan_engine() -> _Probe:
     """Hyperscan: all probes in one database, one pass over the bytes whatever their number."""
     import hyperscan
 
-    expressions, ids = [], []
-    for i, rule in enumerate(RULES):
-        for p in rule.probes:
-            expressions.append(p.encode())
-            ids.append(i)
+    expressions = [p.encode() for p in _PROBE_RULES]
+    ids = [_FIRST_PROBE + j for j in range(len(expressions))]
     once = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
     flags = [once] * len(ids)
     expressions += [HIDING_ESCAPE.pattern, _RUN_START]
@@ -95,11 +103,13 @@ def _hyperscan_engine() -> _Probe:
         hits: set[int] = set()
         starts: list[int] = []
 
-        def on_match(rule_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-            if rule_id == _RUN_ID:
+        def on_match(match_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            if match_id >= _FIRST_PROBE:
+                hits.update(_RULES_OF[match_id - _FIRST_PROBE])
+            elif match_id == _RUN_ID:
                 starts.append(to - _RUN_MIN)
-            else:
-                hits.add(rule_id)
+            else:  # HIDDEN, LEGACY
+                hits.add(match_id)
 
         with lock:
             db.scan(data, match_event_handler=on_match)

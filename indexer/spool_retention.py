@@ -14,6 +14,7 @@ from indexer import safefs, store
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths
 from indexer.tailer import Action, FileState, decide, observe
+from indexer.transactions import transaction
 
 __all__ = [
     "RetentionReport",
@@ -115,7 +116,7 @@ def retention_due(conn: sqlite3.Connection, interval_s: float, now: float) -> bo
     last = float(store.get_meta(conn, "retention_ns", "0")) / 1e9
     if now - last < interval_s:
         return False
-    with store.transaction(conn):
+    with transaction(conn):
         store.set_meta(conn, "retention_ns", str(int(now * 1e9)))
     return True
 
@@ -127,7 +128,7 @@ def prune_quarantine(
     if quarantine_days <= 0:
         return 0
     cutoff_ns = int(((now if now is not None else time.time()) - quarantine_days * 86400) * 1e9)
-    with store.transaction(conn):
+    with transaction(conn):
         return int(conn.execute("DELETE FROM quarantine WHERE ts_ns<?", (cutoff_ns,)).rowcount)
 
 

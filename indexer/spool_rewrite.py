@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import sqlite3
@@ -27,6 +28,7 @@ from indexer.paths import StatePaths
 from indexer.spool import LineError, decode_envelope, written_envelope
 from indexer.spool_retention import RetentionReport, fully_indexed
 from indexer.tailer import FileState, advanced
+from indexer.transactions import transaction
 
 __all__ = ["rewrite_segment", "session_of"]
 
@@ -75,6 +77,10 @@ def rewrite_segment(
             fd = os.open(name, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=spool_fd)
         except FileNotFoundError:
             return
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            return  # a symlink where a segment should be: never ours to read or rewrite
         try:
             if not any(drop(line) for line, _, _ in _lines(fd)):
                 return  # nothing to take out: no lock taken, no hook kept waiting
@@ -115,7 +121,7 @@ def _rewrite_locked(
         report.lines_removed += removed
         if not moves:
             os.unlink(tmp, dir_fd=spool_fd)
-            with store.transaction(conn):
+            with transaction(conn):
                 store.retire_file(conn, stored.file_id)  # retired first, as retention does
                 conn.execute("DELETE FROM quarantine WHERE file_id=?", (stored.file_id,))
             os.unlink(name, dir_fd=spool_fd)
@@ -172,7 +178,7 @@ def _record_new_generation(
 ) -> None:
     st = os.fstat(out)
     old_id = stored.file_id
-    with store.transaction(conn):
+    with transaction(conn):
         fresh = store.new_file(conn, name, st.st_dev, st.st_ino, "rewritten", time.time_ns())
         store.save_file(conn, advanced(fresh, out, size, len(moves)))
         new_id = fresh.file_id

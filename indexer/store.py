@@ -1,8 +1,7 @@
-"""SQLite index: schema, the one-transaction batch commit (I3), and read queries."""
+"""SQLite index: opening it, the one-transaction batch commit (I3), and read queries."""
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -12,77 +11,20 @@ from typing import Any
 import msgspec
 
 from indexer import search_index
-from indexer.entry_keys import TOOL_INDEX, replace_old_tool_index
 from indexer.entry_rows import INSERT_ENTRY, entry_row
 from indexer.errors import IndexCorruptError
 from indexer.index_file import open_index
 from indexer.locks import lock_is_held
 from indexer.models import Entry
 from indexer.paths import StatePaths
-from indexer.session_catalog import ensure_host_column
+from indexer.schema import SCHEMA_VERSION, upgrade
 from indexer.tailer import FileState
 
-SCHEMA_VERSION = 1
 # The writer's SQLite page cache, in KiB. 16 MB holds the hot pages of the unique indexes (random
 # keys) of a large index; at 32 MB a bulk catch-up took the daemon's peak RSS over 100 MB, for no
 # throughput difference measurable (bench_ingest.py --cache-kib) through this machine's noise.
 WRITER_CACHE_KIB = 16384
 _CREATION_WAIT_S = 10.0  # how long a reader waits for a new index's schema to be committed
-
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files(
-    file_id INTEGER PRIMARY KEY, name TEXT NOT NULL, dev INTEGER NOT NULL, ino INTEGER NOT NULL,
-    head_len INTEGER NOT NULL, head_hash BLOB NOT NULL, offset INTEGER NOT NULL,
-    marker BLOB NOT NULL, line_no INTEGER NOT NULL, partial_since REAL NOT NULL DEFAULT 0,
-    partial_size INTEGER NOT NULL DEFAULT 0, active INTEGER NOT NULL DEFAULT 1,
-    created_ns INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT 'new');
-CREATE INDEX IF NOT EXISTS files_name ON files(name, active);
-CREATE TABLE IF NOT EXISTS entries(
-    id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, offset INTEGER NOT NULL,
-    line_no INTEGER NOT NULL, ts_ns INTEGER NOT NULL, pid INTEGER NOT NULL,
-    tool_key INTEGER, session_id TEXT NOT NULL, hook_event TEXT NOT NULL, event TEXT NOT NULL,
-    agent_id TEXT NOT NULL, agent_type TEXT NOT NULL, cc_agent_id TEXT NOT NULL,
-    tool_name TEXT NOT NULL, tool_use_id TEXT NOT NULL, description TEXT NOT NULL,
-    instruction TEXT NOT NULL, output_summary TEXT NOT NULL, error TEXT NOT NULL,
-    files TEXT NOT NULL, text TEXT NOT NULL, cwd TEXT NOT NULL, detail BLOB NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_event ON entries(ts_ns, pid);
-{TOOL_INDEX};
-CREATE INDEX IF NOT EXISTS entries_agent ON entries(session_id, agent_id, id);
-CREATE TABLE IF NOT EXISTS sessions(
-    session_id TEXT PRIMARY KEY, first_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,
-    cwd TEXT NOT NULL DEFAULT '', title TEXT NOT NULL DEFAULT '',
-    first_prompt TEXT NOT NULL DEFAULT '', events INTEGER NOT NULL DEFAULT 0,
-    failures INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'active',
-    end_reason TEXT NOT NULL DEFAULT '', compactions INTEGER NOT NULL DEFAULT 0,
-    host TEXT NOT NULL DEFAULT '');
-CREATE TABLE IF NOT EXISTS agents(
-    session_id TEXT NOT NULL, agent_id TEXT NOT NULL, agent_type TEXT NOT NULL,
-    cc_agent_id TEXT NOT NULL DEFAULT '', tool_use_id TEXT NOT NULL DEFAULT '',
-    explicit INTEGER NOT NULL DEFAULT 0, started_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,
-    completed_ns INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'running',
-    description TEXT NOT NULL DEFAULT '', PRIMARY KEY(session_id, agent_id));
-CREATE INDEX IF NOT EXISTS agents_by_id ON agents(agent_id, last_ns);
-CREATE TABLE IF NOT EXISTS agent_aliases(
-    session_id TEXT NOT NULL, alias TEXT NOT NULL, agent_id TEXT NOT NULL,
-    PRIMARY KEY(session_id, alias));
-CREATE TABLE IF NOT EXISTS quarantine(
-    id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, name TEXT NOT NULL,
-    offset INTEGER NOT NULL, line_no INTEGER NOT NULL, error TEXT NOT NULL,
-    raw BLOB NOT NULL, ts_ns INTEGER NOT NULL, UNIQUE(file_id, offset));
-CREATE TABLE IF NOT EXISTS dirty_views(session_id TEXT NOT NULL, view TEXT NOT NULL,
-    PRIMARY KEY(session_id, view));
-"""
-# Added since schema version 1 was first released: made in an older index when a writer opens
-# it. New columns get defaults (0: not known, for rows written before they existed).
-_LATER_TABLES = (
-    "CREATE TABLE IF NOT EXISTS unsorted_views(folder TEXT NOT NULL, file TEXT NOT NULL,"
-    " since_ns INTEGER NOT NULL, PRIMARY KEY(folder, file))",
-    # The Agent calls of a session, read by attribution when it loads the session: few rows.
-    "CREATE INDEX IF NOT EXISTS entries_agent_calls ON entries(session_id, tool_use_id)"
-    " WHERE event IN ('agent_start','agent_complete','agent_launched','agent_failed')",
-)
-_LATER_COLUMNS = {"sessions": ("first_prompt_ns", "status_ns")}
 
 ENTRY_COLUMNS = (
     "id, file_id, offset, line_no, ts_ns, pid, session_id, hook_event, event, agent_id,"
@@ -119,10 +61,7 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             conn.execute("PRAGMA wal_autocheckpoint=4000")
             # A larger page cache than the 2 MB default keeps the unique indexes' hot pages.
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-            _migrate(conn)
-            _add_later_schema(conn)
-            replace_old_tool_index(conn)  # an index from an older ctxd
-            ensure_host_column(conn)  # likewise
+            upgrade(conn)
             search_index.ensure(conn)  # an older index gains its search index (backfilled)
         else:
             _check_version(conn, path)
@@ -131,31 +70,6 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             f"{path}: cannot open the index ({e}); move it aside and run `ctxd rebuild`"
         ) from e
     return conn
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise IndexCorruptError(
-            f"index schema version {version} is newer than this ctxd ({SCHEMA_VERSION}); "
-            "upgrade ctxd or run `ctxd rebuild`"
-        )
-    if version < SCHEMA_VERSION:
-        with transaction(conn):
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-
-
-def _add_later_schema(conn: sqlite3.Connection) -> None:
-    for statement in _LATER_TABLES:
-        conn.execute(statement)
-    for table, columns in _LATER_COLUMNS.items():
-        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-        for column in columns:
-            if column not in have:
-                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
 
 
 def _check_version(conn: sqlite3.Connection, path: Path) -> None:
@@ -178,18 +92,6 @@ def _writer_active(index_db: Path) -> bool:
         return lock_is_held(str(StatePaths(index_db.parent).lock))
     except OSError:
         return False
-
-
-@contextlib.contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 # --- meta -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from indexer import store, transcript_store
+from indexer import transcript_store
 from indexer.codex_rollouts import CodexConverter
 from indexer.ingest_lines import Batch, take_converted
 from indexer.prepare import oversize_error
@@ -24,6 +24,7 @@ from indexer.tailer import (
     observe,
     read_chunk,
 )
+from indexer.transactions import transaction
 from indexer.transcript_prepare import Converted, LineConverter, prepare_transcript_lines
 from indexer.transcript_records import Converter
 from indexer.writer import IndexWriter
@@ -152,7 +153,7 @@ class TranscriptImporter:
             if action is not Action.CONTINUE or stored is None:
                 if action is not Action.NEW:
                     log.warning("transcript %s was %s; reading it again", path, action.value)
-                with store.transaction(self.conn):
+                with transaction(self.conn):
                     stored = transcript_store.restart_file(self.conn, str(path), seen.dev, seen.ino)
             stats.changed = 1
             is_live = time.time() - os.fstat(fd).st_mtime < _LIVE_S
@@ -238,7 +239,7 @@ class TranscriptImporter:
         registry = self.registry
         end = step.pos + step.consumed
         try:
-            with store.transaction(self.conn):
+            with transaction(self.conn):
                 take_converted(batch, converted, registry, line_at)
                 batch.pending = transcript_store.separate_keys(self.conn, batch.pending)
                 self.writer.ingestor.store_batch(batch)
@@ -266,7 +267,7 @@ class TranscriptImporter:
         offset, at_line = (end, step.line_no + 1) if run.held is None else run.held
         batch = Batch(run.state)
         batch.quarantine(step.pos, step.line_no + 1, error, os.pread(run.fd, 4096, step.pos))
-        with store.transaction(self.conn):
+        with transaction(self.conn):
             self.writer.ingestor.store_batch(batch)
             run.state = self._save(run.fd, run.state, offset, at_line)
         run.pos, run.line_no = end, step.line_no + 1

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from indexer import store, view_order, view_rebuild
 from indexer.paths import StatePaths
 from indexer.store import StoredEntry
+from indexer.transactions import transaction
 from indexer.view_writer import (
     AGENT_INSTRUCTIONS,
     ALL_AGENT_INSTRUCTIONS,
@@ -73,7 +74,7 @@ def sort_pending(conn: sqlite3.Connection, writer: ViewWriter) -> int:
     outside a transaction); return lines written."""
     if not view_order.pending(conn):
         return 0
-    with store.transaction(conn):
+    with transaction(conn):
         return view_order.sort_views(conn, writer)
 
 
@@ -94,7 +95,7 @@ def rebuild_all(conn: sqlite3.Connection, paths: StatePaths) -> int:
     Commits the rebuild request in its own transaction first: the caller must not be inside
     one. A killed rebuild is finished by the next writer (see `catch_up`).
     """
-    with store.transaction(conn):
+    with transaction(conn):
         view_rebuild.request(conn)
-    with store.transaction(conn):
+    with transaction(conn):
         return view_rebuild.rebuild(conn, paths)

@@ -16,8 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 # The one sanctioned exception: the SessionStart branch of the hook imports the resume
 # module lazily, after appending, and only for that event (ARCHITECTURE I1, issue 4 §4).
 _ALLOWED = {
-    ("indexer/hook.py", "summarizer.resume.hook"),
-    ("indexer/hook.py", "summarizer.handoff.hook"),  # SubagentStart and the Agent call, likewise
+    ("indexer/hook_answers.py", "summarizer.resume.hook"),
+    ("indexer/hook_answers.py", "summarizer.handoff.hook"),  # SubagentStart, the Agent call
 }
 
 
@@ -119,8 +119,8 @@ _RANK = {
 }
 # The SessionStart branch of the hook imports the resume hook lazily (the one upward import).
 _UPWARD_ALLOWED = {
-    ("indexer.hook", "summarizer.resume.hook"),
-    ("indexer.hook", "summarizer.handoff.hook"),
+    ("indexer.hook_answers", "summarizer.resume.hook"),
+    ("indexer.hook_answers", "summarizer.handoff.hook"),
 }
 
 
@@ -174,7 +174,9 @@ def _rank(mod: str) -> int:
 
 def test_every_summarizer_module_lives_in_a_job_folder() -> None:
     loose = sorted(
-        p.name for p in (REPO / "summarizer").glob("*.py") if p.name not in ("__init__.py", "emit.py")
+        p.name
+        for p in (REPO / "summarizer").glob("*.py")
+        if p.name not in ("__init__.py", "emit.py")
     )
     assert not loose, f"modules outside the job folders: {loose}"
 
@@ -186,7 +188,10 @@ def test_imports_never_point_up() -> None:
         for dep in sorted(deps)
         if _rank(dep) > _rank(mod) and (mod, dep) not in _UPWARD_ALLOWED
     ]
-    assert not bad, "imports pointing up (cli -> daemon -> memory/resume -> common -> indexer):\n" + "\n".join(bad)
+    assert not bad, (
+        "imports pointing up (cli -> daemon -> memory/resume -> common -> indexer):\n"
+        + "\n".join(bad)
+    )
 
 
 def test_no_import_circle() -> None:
@@ -271,6 +276,7 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer.cli_queries",
         "indexer.codex_rollouts",
         "indexer.config",
+        "indexer.daemon_channel",
         "indexer.errors",
         "indexer.history",
         "indexer.hook",

@@ -5,13 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import stat
 import sys
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import asdict
 
 from indexer import history, loss_files, losses, query
 from indexer.cli_queries import unwritable_reason
@@ -19,9 +16,10 @@ from indexer.config import Config, load_config
 from indexer.errors import CtxdError, IndexAccessError
 from indexer.paths import StatePaths
 from indexer.writer import is_locked, lag
-from summarizer.cli.plugin_state import enabled_plugin
+from summarizer.cli.checks import Check
+from summarizer.cli.hook_checks import check_hooks, settings_files
 from summarizer.cli.status import daemon_info
-from summarizer.common.cliargs import state_paths
+from summarizer.common.cliargs import project_root, state_paths
 from summarizer.common.neutralize import NEUTRALIZED_META
 
 __all__ = ["Check", "cmd_doctor", "doctor", "project_root", "settings_files"]
@@ -29,22 +27,12 @@ __all__ = ["Check", "cmd_doctor", "doctor", "project_root", "settings_files"]
 _PRIVATE_DIRS = ("", "spool", "sessions", "context", "resume")
 
 
-@dataclass(frozen=True)
-class Check:
-    """One `ctxd doctor` line: status OK, WARN or FAIL, what was found, and how to fix it."""
-
-    status: str
-    name: str
-    detail: str
-    fix: str = ""
-
-
 def doctor(paths: StatePaths) -> list[Check]:
     """Every health check, in the order people need them."""
     from summarizer.cli.codex_doctor import codex_check
 
     codex = codex_check(project_root(paths), Check)
-    checks = [_check_hooks(paths, codex is not None), *([codex] if codex else [])]
+    checks = [check_hooks(paths, codex is not None), *([codex] if codex else [])]
     checks += _check_state_dir(paths)
     config, config_check = _check_config(paths)
     checks.append(config_check)
@@ -72,130 +60,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             status = paint(f"{c.status:<4}", colours.get(c.status, "bold"))
             print(f"{status}  {c.name}: {c.detail}{fix}")
     return 1 if any(c.status == "FAIL" for c in checks) else 0
-
-
-def project_root(paths: StatePaths) -> Path:
-    """The project a state directory serves: the parent of `.ctxd`, else the hook's rule."""
-    if paths.root.name == ".ctxd":
-        return paths.root.parent
-    from indexer import git_root as _git_root
-
-    env = os.environ.get("CLAUDE_PROJECT_DIR", "")
-    return Path(env or _git_root(os.getcwd()) or os.getcwd())
-
-
-def settings_files(paths: StatePaths) -> list[Path]:
-    """The Claude Code settings files that may hold ctxd's hooks for this project."""
-    root = project_root(paths)
-    return [
-        root / ".claude" / "settings.json",
-        root / ".claude" / "settings.local.json",
-        Path.home() / ".claude" / "settings.json",
-    ]
-
-
-def _check_hooks(paths: StatePaths, codex: bool = False) -> Check:
-    from summarizer.cli.install import EARLIER_ENTRY_POINT, EVENTS, handler_entry_point
-
-    found: dict[str, Path] = {}
-    broken: list[str] = []
-    older = False
-    for path in settings_files(paths):
-        try:
-            doc = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as e:
-            return Check("FAIL", "hooks", f"{path} is not readable JSON ({e})", "fix the file")
-        hooks = doc.get("hooks", {}) if isinstance(doc, dict) else {}
-        for event, groups in hooks.items() if isinstance(hooks, dict) else []:
-            for group in groups if isinstance(groups, list) else []:
-                handlers = group.get("hooks", []) if isinstance(group, dict) else []
-                for h in handlers if isinstance(handlers, list) else []:
-                    entry_point = handler_entry_point(h)
-                    if entry_point:
-                        found.setdefault(event, path)
-                        broken.extend(_missing_programs(h))
-                        older |= entry_point == EARLIER_ENTRY_POINT
-    init = "run `ctxd init` (or `ctxd init --user` for every project)"
-    plugin = enabled_plugin(project_root(paths))
-    if plugin and found:
-        where = ", ".join(sorted({str(p) for p in found.values()}))
-        return Check(
-            "WARN",
-            "hooks",
-            f"the Claude Code plugin {plugin} and {where} both run ctxd's hook: every event "
-            "is recorded twice",
-            "run `ctxd init --uninstall` to keep only the plugin",
-        )
-    if plugin:
-        return _check_plugin(plugin)
-    if not found and codex:
-        return Check("OK", "hooks", "none for Claude Code (this project records Codex CLI)")
-    if not found:
-        return Check("FAIL", "hooks", "ctxd's hooks are not installed", init)
-    if broken:
-        missing = ", ".join(sorted(set(broken)))
-        return Check(
-            "FAIL",
-            "hooks",
-            f"the hook command points at {missing}, which is missing",
-            f"{init} again to point the hooks at this installation",
-        )
-    absent = [e for e in EVENTS if e not in found]
-    where = ", ".join(sorted({str(p) for p in found.values()}))
-    if absent:
-        return Check(
-            "WARN", "hooks", f"not installed for {', '.join(absent)} (in {where})", f"{init} again"
-        )
-    if older:
-        return Check(
-            "WARN",
-            "hooks",
-            f"installed in {where} as an earlier version did (indexer/hook.py run as a script, "
-            "compiled again for every event: about a quarter slower)",
-            f"{init} again to install indexer/run_hook.py",
-        )
-    return Check("OK", "hooks", f"all {len(EVENTS)} events installed in {where}")
-
-
-def _check_plugin(plugin: str) -> Check:
-    """The plugin records by itself; the rest of its work needs it to find the ctxd command."""
-    from indexer import CTXD_VENV, installed_ctxd
-
-    command, _python = installed_ctxd()
-    if command:
-        return Check("OK", "hooks", f"recorded by the Claude Code plugin {plugin} (with {command})")
-    this = Path(sys.executable).parent / "ctxd"
-    return Check(
-        "WARN",
-        "hooks",
-        f"recorded by the Claude Code plugin {plugin}, which finds no ctxd command on PATH or in "
-        f"{CTXD_VENV}: no notes after /compact, no search tools for the model",
-        f"put this one on PATH: mkdir -p ~/.local/bin && ln -sf {this} ~/.local/bin/ctxd",
-    )
-
-
-def _missing_programs(handler: dict[str, Any]) -> list[str]:
-    """The program and script paths of a hook handler that do not exist (or cannot run)."""
-    command, args = handler.get("command"), handler.get("args")
-    if not isinstance(command, str):
-        return []
-    if isinstance(args, list) and args:
-        program, rest = command, [a for a in args if isinstance(a, str)]
-    else:  # shell form: "prog args…"
-        words = command.split()
-        program, rest = (words[0] if words else ""), words[1:]
-    missing = []
-    if program.startswith("${"):
-        pass  # ${CLAUDE_PROJECT_DIR}/…: expanded by Claude Code, not checkable here
-    elif os.path.isabs(program):
-        if not os.access(program, os.X_OK):
-            missing.append(program)
-    elif shutil.which(program) is None:
-        missing.append(program)
-    missing += [a for a in rest if a.endswith(".py") and os.path.isabs(a) and not os.path.exists(a)]
-    return missing
 
 
 def _check_state_dir(paths: StatePaths) -> list[Check]:
@@ -257,9 +121,9 @@ def _check_config(paths: StatePaths) -> tuple[Config, Check]:
 
 def _check_daemon(paths: StatePaths, config: Config) -> Check:
     fix = "run `ctxd start`, or set [daemon] autostart = true in config.toml"
-    if not is_locked(paths):
-        return Check("WARN", "daemon", "not running (hooks still capture; reads catch up)", fix)
     info = daemon_info(paths)
+    if not info:
+        return Check("WARN", "daemon", "not running (hooks still capture; reads catch up)", fix)
     age = time.time() - float(info.get("heartbeat", 0) or 0)
     limit = 3 * config.daemon.heartbeat_interval_s + 5
     if age > limit:

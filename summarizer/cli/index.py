@@ -26,6 +26,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         state = "caught up" if result.caught_up else "still behind after 30 s"
         print(f"the daemon holds the index; it is {state}")
         return 0 if result.caught_up else 1
+    if not result.caught_up:
+        print(
+            "another ctxd process holds the index and it is still behind after 30 s; "
+            "run `ctxd ingest` again in a moment"
+        )
+        return 1
+    if result.by_other:
+        print("another ctxd process indexed the spool; the index is caught up")
+        return 0
     s = result.stats
     print(
         f"indexed {s.entries} entries from {s.lines} lines ({s.bytes} bytes); "

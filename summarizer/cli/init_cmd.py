@@ -12,10 +12,9 @@ import json
 import os
 from pathlib import Path
 
+from indexer import ignore_in_git
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
-from indexer.plugin import ignore_in_git
-from summarizer.cli.doctor import project_root
 from summarizer.cli.gitignore import ensure_gitignored, is_gitignored, remove_gitignored
 from summarizer.cli.install import (
     HookCommand,
@@ -28,7 +27,7 @@ from summarizer.cli.install import (
     write_private,
 )
 from summarizer.cli.plugin_state import enabled_plugin
-from summarizer.common.cliargs import state_paths
+from summarizer.common.cliargs import project_root, state_paths
 
 __all__ = ["PORTABLE_HOOK", "cmd_init"]
 

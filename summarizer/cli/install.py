@@ -28,9 +28,8 @@ EVENTS: tuple[str, ...] = (
     "SubagentStart", "SubagentStop", "Stop", "PreCompact", "PostCompact", "SessionEnd",
     "TaskCreated", "TaskCompleted",
 )  # fmt: skip
-# PreToolUse serialises against the tool, so ctxd listens only where it needs a subagent's
-# prompt (`Task` is the pre-2.1.63 name of `Agent` and may still be what a matcher sees) and,
-# with `[resume] recall_on_action`, before the calls whose history it recalls.
+# PreToolUse serialises against the tool: ctxd listens for a subagent's prompt (`Task` is the
+# pre-2.1.63 name of `Agent`) and, with `[resume] recall_on_action`, before recalled calls.
 _MATCHERS = {"PreToolUse": "Agent|Task"}
 RECALL_MATCHER = "Agent|Task|Edit|Write|MultiEdit|NotebookEdit|Bash"
 # SessionStart may build the resume context; every other hook only appends one spool line.
@@ -104,11 +103,9 @@ def default_hook_command() -> HookCommand:
     return HookCommand((os.path.abspath(sys.executable), "-I", "-S", os.path.abspath(found.origin)))
 
 
-def ctxd_hook_spec(
-    command: HookCommand, timeouts: Mapping[str, int] | None = None, recall: bool = True
-) -> Spec:
-    """The matcher groups ctxd wants per event; `timeouts` overrides the defaults (seconds);
-    `recall`: PreToolUse also before the calls whose history is recalled."""
+def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = None,
+                   recall: bool = True) -> Spec:  # fmt: skip
+    """The matcher groups ctxd wants per event (`recall`: PreToolUse before recalled calls too)."""
     chosen = dict(timeouts or {})
     unknown = sorted(set(chosen) - set(EVENTS))
     if unknown:
@@ -199,13 +196,8 @@ def install(settings_path: Path, command: HookCommand, *, dry_run: bool = False,
     return _rewrite(settings_path, dry_run, lambda s: merge_hooks(s, spec), backup_dir)
 
 
-def uninstall(
-    settings_path: Path,
-    *,
-    dry_run: bool = False,
-    delete_if_empty: bool = False,
-    backup_dir: Path | None = None,
-) -> InstallReport:
+def uninstall(settings_path: Path, *, dry_run: bool = False, delete_if_empty: bool = False,
+              backup_dir: Path | None = None) -> InstallReport:  # fmt: skip
     """Remove every ctxd handler from `settings_path`; a missing file means nothing to do.
 
     With `delete_if_empty` (ctxd created the file), a file left as `{}` is deleted, not kept.

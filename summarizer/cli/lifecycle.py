@@ -1,4 +1,11 @@
-"""Daemon lifecycle: `ctxd start` and `ctxd stop`, never two daemons on one state directory."""
+"""Daemon lifecycle: `ctxd start` and `ctxd stop`, never two daemons on one state directory.
+
+A daemon is what answers on the state dir's socket (indexer.daemon_channel): the writer lock is
+also held, for a while, by commands and by the builder started on PreCompact. `ctxd start` is
+done when the new daemon answers (its jobs started), and reports the error it logged if it
+died first; `ctxd stop` sends SIGTERM and, past its timeout, SIGKILL (nothing is lost: the
+index commits entries with their spool offsets, and the next daemon or command goes on).
+"""
 
 from __future__ import annotations
 
@@ -6,69 +13,99 @@ import argparse
 import json
 import os
 import signal
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from indexer import safefs
+from indexer import daemon_channel, safefs
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from indexer.writer import is_locked
 from summarizer.common.cliargs import state_paths
 from summarizer.resume.spawn import autostart
 
-__all__ = ["DaemonError", "cmd_start", "cmd_stop", "start_daemon", "stop_daemon"]
+__all__ = [
+    "DaemonError",
+    "Stopped",
+    "cmd_start",
+    "cmd_stop",
+    "start_daemon",
+    "stop_daemon",
+    "terminate",
+]
+
+START_WAIT_S = 30.0  # a new daemon may first wait for the builder started on PreCompact
+KILL_WAIT_S = 5.0
+_PING_S = 2.0
+_STEP_S = 0.05
 
 
 class DaemonError(CtxdError):
     """The daemon could not be started or stopped."""
 
 
-def start_daemon(paths: StatePaths, wait_s: float = 10.0) -> tuple[int, bool]:
-    """Start the daemon detached; return (pid, started_now). Never starts a second one."""
+@dataclass(frozen=True)
+class Stopped:
+    """What `stop_daemon` did: the daemon's pid (0: none ran), and whether it took SIGKILL."""
+
+    pid: int
+    killed: bool = False
+
+
+def start_daemon(paths: StatePaths, wait_s: float = START_WAIT_S) -> tuple[int, bool]:
+    """Start the daemon detached and wait until it answers; return (pid, started_now).
+
+    Never starts a second one. Raises DaemonError with the error the daemon logged if it
+    exits before answering, or if it does not answer within `wait_s`.
+    """
     paths.ensure()
-    if is_locked(paths):
-        return _pid(paths), False
-    # A daemon killed with -9 leaves its daemon.json; its pid must not pass for the new one.
-    safefs.unlink(paths.root, paths.daemon_json)
-    proc = autostart(str(paths.root))
+    running = _ping(paths, _PING_S)
+    if running:
+        return running, False
+    log_size = _size(paths.log)
+    proc = autostart(str(paths.root))  # None: a daemon a hook started is starting already
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        pid = _pid(paths)
-        if is_locked(paths) and pid:
+    while True:
+        pid = _ping(paths, max(0.1, min(_PING_S, deadline - time.monotonic())))
+        if pid:
             return pid, proc is not None and proc.pid == pid
         if proc is not None and proc.poll() is not None:
+            why = _logged_error(paths.log, log_size)
             raise DaemonError(
-                f"the daemon exited at once (status {proc.returncode}); see {paths.log}"
+                f"the daemon exited at once (status {proc.returncode})"
+                + (f": {why}" if why else "")
+                + f"; see {paths.log}"
             )
-        time.sleep(0.05)
-    raise DaemonError(f"the daemon did not start within {wait_s:.0f} s; see {paths.log}")
+        if time.monotonic() >= deadline:
+            raise DaemonError(
+                f"the daemon did not answer within {wait_s:.0f} s; see {paths.log} "
+                "(`ctxd status` shows when it runs)"
+            )
+        time.sleep(_STEP_S)
 
 
 def stop_daemon(paths: StatePaths, wait_s: float = 10.0) -> int:
-    """SIGTERM the daemon holding the lock and wait until it releases it; return its pid (0 if
-    none was running)."""
-    if not is_locked(paths):
-        return 0
-    pid = _pid(paths)
+    """Stop the daemon (see `terminate`); return its pid, 0 if none was running."""
+    return terminate(paths, wait_s).pid
+
+
+def terminate(paths: StatePaths, wait_s: float = 10.0) -> Stopped:
+    """SIGTERM the daemon and wait until it has exited; SIGKILL it after `wait_s` seconds."""
+    pid = _ping(paths, _PING_S) or _stuck_daemon_pid(paths)
     if not pid:
-        raise DaemonError(
-            f"{paths.lock} is held but {paths.daemon_json} names no pid; find the process "
-            f"with `fuser {paths.lock}` and stop it"
-        )
+        return Stopped(0)
     if not _looks_like_daemon(pid):
         raise DaemonError(f"pid {pid} in {paths.daemon_json} is not a ctxd daemon; not signalled")
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + wait_s
-    # The lock is released before the interpreter exits: wait for the process too, so that
-    # `ctxd stop && ctxd start` never overlaps two daemons' shutdown and startup.
-    while is_locked(paths) or _alive(pid):
-        if time.monotonic() >= deadline:
-            raise DaemonError(f"daemon (pid {pid}) still running after {wait_s:.0f} s; kill {pid}")
-        time.sleep(0.05)
-    return pid
+    _signal(pid, signal.SIGTERM)
+    # Wait for the process, not only its lock and socket, so that `ctxd stop && ctxd start`
+    # never overlaps two daemons' shutdown and startup.
+    if _exited(pid, wait_s):
+        return Stopped(pid)
+    _signal(pid, signal.SIGKILL)
+    if _exited(pid, KILL_WAIT_S):
+        return Stopped(pid, killed=True)
+    raise DaemonError(f"daemon (pid {pid}) survived SIGKILL for {KILL_WAIT_S:.0f} s")
 
 
 def cmd_start(args: argparse.Namespace) -> int:
@@ -82,9 +119,85 @@ def cmd_start(args: argparse.Namespace) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     """Stop the running daemon."""
     paths = state_paths(args)
-    pid = stop_daemon(paths, wait_s=float(args.timeout))
-    print(f"daemon stopped (pid {pid})" if pid else f"no daemon is running for {paths.root}")
+    timeout = float(args.timeout)
+    stopped = terminate(paths, wait_s=timeout)
+    if not stopped.pid:
+        print(f"no daemon is running for {paths.root}")
+    elif stopped.killed:
+        print(
+            f"ctxd stop: the daemon (pid {stopped.pid}) did not stop within {timeout:g} s of "
+            f"SIGTERM; killed it (nothing indexed is lost; see {paths.log})",
+            file=sys.stderr,
+        )
+        print(f"daemon killed (pid {stopped.pid})")
+    else:
+        print(f"daemon stopped (pid {stopped.pid})")
     return 0
+
+
+def _ping(paths: StatePaths, timeout_s: float) -> int:
+    """The pid of the daemon answering on the socket, 0 if none answers in `timeout_s`."""
+    try:
+        sock = daemon_channel.connect(paths.root, timeout_s)
+    except (TimeoutError, OSError):
+        return 0
+    if sock is None:
+        return 0
+    try:
+        daemon_channel.send(sock, {"op": "ping"})
+        reply = daemon_channel.receive(sock, timeout_s)
+    except (TimeoutError, OSError):
+        return 0
+    finally:
+        sock.close()
+    pid = reply.get("pid") if reply else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) else 0
+
+
+def _stuck_daemon_pid(paths: StatePaths) -> int:
+    """A daemon that no longer answers (its pid from daemon.json, while it holds the lock)."""
+    pid = _pid(paths)
+    if pid and is_locked(paths) and _alive(pid) and _looks_like_daemon(pid):
+        return pid
+    return 0
+
+
+def _logged_error(log: Path, since: int) -> str:
+    """The last error the daemon logged after byte `since` of its log (its first line)."""
+    try:
+        fd = safefs.open_file(log.parent, log, os.O_RDONLY)
+    except OSError:
+        return ""
+    with open(fd, "rb") as f:
+        f.seek(since if since <= os.fstat(fd).st_size else 0)
+        text = f.read().decode("utf-8", "replace")
+    errors = [line for line in text.splitlines() if " ERROR " in line]
+    if not errors:
+        return ""
+    return errors[-1].split(" ERROR ", 1)[1].split(": ", 1)[-1]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _exited(pid: int, wait_s: float) -> bool:
+    deadline = time.monotonic() + wait_s
+    while _alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_STEP_S)
+    return True
 
 
 def _pid(paths: StatePaths) -> int:

@@ -110,7 +110,11 @@ def register(add: AddCommand) -> None:
     add("start", "summarizer.cli.lifecycle:cmd_start", "start the daemon in the background")
     p = add("stop", "summarizer.cli.lifecycle:cmd_stop", "stop the running daemon")
     p.add_argument(
-        "--timeout", type=float, default=10.0, metavar="S", help="seconds to wait (default 10)"
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds to wait after SIGTERM before SIGKILL (default 10)",
     )
     p = add(
         "doctor",

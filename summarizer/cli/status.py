@@ -9,7 +9,7 @@ import sqlite3
 import time
 from typing import Any
 
-from indexer import lock_is_held, losses, query
+from indexer import daemon_channel, losses, query
 from indexer.cli_queries import unwritable_reason
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths
@@ -22,11 +22,12 @@ _TABLES = ("entries", "sessions", "agents", "quarantine")
 
 
 def daemon_info(paths: StatePaths) -> dict[str, Any]:
-    """The daemon's heartbeat file, if a daemon holds the lock now."""
+    """The daemon's heartbeat file, if a daemon runs now (its socket accepts a connection;
+    a command or the builder started on PreCompact may hold the writer lock, and is none)."""
     try:
-        running = lock_is_held(str(paths.lock))
+        running = daemon_channel.is_listening(paths.root)
     except OSError as e:
-        raise StateDirError(f"cannot open {paths.lock}: {e.strerror}; check the state dir") from e
+        raise StateDirError(f"cannot reach {paths.root}: {e.strerror}; check the state dir") from e
     if not running:
         return {}
     try:

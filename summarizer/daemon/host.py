@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from indexer import IngestStats
 from indexer.config import Config
 from indexer.paths import StatePaths
 from indexer.writer import IndexWriter
+
+if TYPE_CHECKING:
+    from summarizer.daemon.channel import RequestHandler
 
 BatchListener = Callable[[IngestStats], None]
 
@@ -24,4 +27,5 @@ class DaemonHost(Protocol):
     index_lock: threading.Lock
     listeners: list[BatchListener]
     stop_callbacks: list[Callable[[], None]]
+    request_handlers: dict[str, RequestHandler]
     writer: IndexWriter | None

@@ -2,10 +2,13 @@
 
 The job runs at start (catch-up after downtime), every `[summarizer] interval_s`, and at once
 after every `completions_trigger` agent or feature completions, on PreCompact and SessionEnd,
-and when a client writes `compact.request` (see summarizer.memory.compact). A request that arrives
+and when a client asks over the daemon's socket (`compact`, see summarizer.memory.compact),
+which is answered once the context files cover the entry it names. A request that arrives
 while a run is in progress sets a flag the running job loops on, so it causes exactly one more
 run instead of a `max_instances` skip. Compaction writes the index only under the daemon's
 `index_lock` (I8) and the scheduler is shut down before the daemon releases its writer lock.
+Nothing here polls: the timers (tokenizer release) are one-shot jobs of the same scheduler,
+whose thread sleeps until the next of them.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from indexer import history, malloc_trim, release_memory, safefs
-from indexer.errors import StateDirError
+from indexer import history, malloc_trim, release_memory
+from summarizer.daemon.run_events import RunEvents
+from summarizer.daemon.waiters import Waiters
 from summarizer.memory import hooks
 
 if TYPE_CHECKING:
     from indexer import IngestStats
+    from summarizer.daemon.channel import Reply
     from summarizer.daemon.host import DaemonHost as Daemon
 
 log = logging.getLogger("ctxd.jobs")
@@ -32,14 +37,17 @@ log = logging.getLogger("ctxd.jobs")
 AFTER_COMPACTION = hooks.AFTER_COMPACTION
 
 JOB_ID = "compact"
+RELEASE_JOB_ID = "release-tokenizer"
+TRIM_JOB_ID = "trim-again"
 COMPLETION_EVENTS = ("agent_complete", "agent_failed", "subagent_stop", "feature_complete")
 IMMEDIATE_EVENTS = ("pre_compact", "session_end")
-REQUEST_POLL_S = 0.1
+CATCH_UP_CHECK_S = 0.1  # while a bulk catch-up runs (never at rest)
 COMPACTION_CACHE_KIB = 4096
 # The tokenizer (~40 MB) is released once no compaction ran for this long: reloading it costs
 # ~0.3 s of CPU, too much after every compaction of a busy session, nothing for an idle daemon.
 TOKENIZER_IDLE_S = 30.0
 _TRIM_AGAIN_S = 1.0
+_TIMER_MARGIN_S = 0.5
 # The run at start catches up on what was indexed while no daemon ran: no session is waiting
 # for the next compaction, so its tokenizer is released at once (the idle daemon's first 30 s
 # held 65 MB instead of 45).
@@ -51,7 +59,7 @@ _COUNTED_MAX = 4096  # completions remembered to count an agent once (SubagentSt
 
 
 class CompactionJobs:
-    """The daemon's compaction scheduler, its triggers and its request-file poller."""
+    """The daemon's compaction scheduler, its triggers and its clients' requests."""
 
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
@@ -59,7 +67,8 @@ class CompactionJobs:
         self.scheduler: Any = None
         self.runs = 0
         self.skipped = 0  # interval runs skipped: nothing new to compact
-        self.events: dict[str, int] = {"error": 0, "missed": 0, "max_instances": 0}
+        self.run_events = RunEvents(JOB_ID, self._retry_refused)
+        self.events = self.run_events.counts  # errors, misses and refusals reported
         self._lock = threading.Lock()
         self._running = False
         self._requested = False
@@ -68,41 +77,32 @@ class CompactionJobs:
         self._counted: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._seen_id = 0
         self._conn: sqlite3.Connection | None = None
-        self._poller: threading.Thread | None = None
         self._last_run_end = 0.0  # time.monotonic() when the last job ended; 0 = released
         self.tokenizer_idle_s = TOKENIZER_IDLE_S
         self.deferred = 0  # runs that waited for the end of a bulk catch-up
-        self._refused = threading.Event()  # a run the scheduler refused (max_instances)
-        self._trim_again = False  # the startup run's memory: hand it back once more
+        self._closing = False  # stop() began: no run starts any more
+        self._idle = threading.Event()  # set while no run is in progress
+        self._idle.set()
+        self.waiters = Waiters()  # clients' `compact` requests
 
     def start(self) -> None:
-        """Start the scheduler (first run now), the batch listener and the request poller."""
-        from apscheduler.events import (  # type: ignore[import-untyped]
-            EVENT_JOB_ERROR,
-            EVENT_JOB_MAX_INSTANCES,
-            EVENT_JOB_MISSED,
-        )
+        """Start the scheduler (first run now), the batch listener and the request handler."""
         from apscheduler.schedulers.background import (  # type: ignore[import-untyped]
             BackgroundScheduler,
         )
         from apscheduler.triggers.interval import IntervalTrigger  # type: ignore[import-untyped]
 
-        from summarizer.memory.compact import REQUEST_FILE
+        from summarizer.memory.compact import published_watermark
 
         daemon = self.daemon
         if daemon.writer is not None:
             self._seen_id = history.max_entry_id(daemon.writer.conn)
-        try:
-            safefs.unlink(daemon.paths.root, daemon.paths.root / REQUEST_FILE)  # startup covers it
-        except (OSError, StateDirError):
-            log.exception("cannot remove %s", REQUEST_FILE)
+            self.waiters.published = published_watermark(daemon.writer.conn)
         scheduler = BackgroundScheduler(
             timezone=UTC,
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
         )
-        scheduler.add_listener(
-            self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
-        )
+        scheduler.add_listener(self.run_events, self.run_events.mask)
         self._reasons.add(STARTUP)
         scheduler.add_job(
             self._job,
@@ -116,10 +116,7 @@ class CompactionJobs:
         self.scheduler = scheduler
         daemon.listeners.append(self.on_batch)
         daemon.stop_callbacks.append(self.stop)
-        self._poller = threading.Thread(
-            target=self._poll_requests, name="ctxd-compact-requests", daemon=True
-        )
-        self._poller.start()
+        daemon.request_handlers["compact"] = self.on_compact_request
         log.info(
             "compaction scheduled every %.0f s and after every %d completions",
             self.config.summarizer.interval_s,
@@ -127,12 +124,23 @@ class CompactionJobs:
         )
 
     def stop(self) -> None:
-        """Wait for a running compaction (it stops between batches), then shut down."""
-        if self.scheduler is not None:
-            self.scheduler.shutdown(wait=True)
-            self.scheduler = None
-        if self._poller is not None:
-            self._poller.join(timeout=2)
+        """Shut the scheduler down, wait for a running compaction (it stops between batches);
+        clients still waiting are told to compact by themselves once the daemon is gone.
+
+        Not `shutdown(wait=True)`: it holds the scheduler's job-store lock while it waits,
+        and the running job's last step (setting its timers) takes that lock: a deadlock.
+        """
+        with self._lock:
+            self._closing = True  # a run submitted but not started yet will not start
+        scheduler, self.scheduler = self.scheduler, None
+        if scheduler is not None:
+            try:
+                scheduler.shutdown(wait=False)
+            except Exception:  # not running (a test that never started it)
+                log.debug("scheduler already stopped")
+        # No compaction may write the index once the daemon releases its writer lock (I8).
+        self._idle.wait()
+        self.waiters.answer_all({"ok": False, "retry": True, "error": "the daemon is stopping"})
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -190,69 +198,91 @@ class CompactionJobs:
             self._completions = 0
             self.request("completions")
 
-    def _poll_requests(self) -> None:
-        from summarizer.memory.compact import REQUEST_FILE
-
-        path = self.daemon.paths.root / REQUEST_FILE
-        while not self.daemon.stopping.wait(REQUEST_POLL_S):
-            # Once more a second after the startup run: part of its memory is freed only
-            # after the job has returned to the scheduler (16 MB at 200,000 entries, which
-            # the idle timer would otherwise hand back 30 s later).
-            if self._trim_again and time.monotonic() - self._last_run_end >= _TRIM_AGAIN_S:
-                self._trim_again = False
-                _release_tokenizer()
-            self._release_tokenizer_when_idle()
-            self._retry_refused_request()
-            try:
-                if not safefs.unlink(self.daemon.paths.root, path):
-                    continue
-            except (OSError, StateDirError):
-                log.exception("cannot remove %s", path)
-                continue
+    def on_compact_request(self, message: dict[str, Any], reply: Reply) -> None:
+        """A client's `compact` request (the request thread): answer once the context files
+        cover entry `target` (the index's last entry when the client asked)."""
+        target = message.get("target")
+        if not isinstance(target, int) or isinstance(target, bool) or target < 0:
+            reply.send({"ok": False, "error": f"bad target {target!r}"})
+        elif self.waiters.add(target, reply):
             self.request("request")
 
-    def _retry_refused_request(self) -> None:
-        """Start again a request the scheduler refused while it still counted the last run.
-
-        A run ends (`_running` false) a moment before APScheduler counts its instance
-        finished; a request in that window is refused by max_instances and would otherwise
-        wait for the next interval.
-        """
-        if not self._refused.is_set():
-            return
+    def _retry_refused(self) -> None:
+        """A run refused by max_instances may start now (see summarizer.daemon.run_events)."""
         with self._lock:
             pending = self._requested and not self._running
-        self._refused.clear()
         if pending:
             self._start_now("retry")  # the refused request's reasons are still recorded
+
+    def _after_run(self, startup: bool) -> None:
+        """Timers after a run (job thread): the tokenizer goes once no run followed for
+        `tokenizer_idle_s`; after the startup run, memory is handed back once more a second
+        later (part of it is freed only after the job has returned to the scheduler: 16 MB
+        at 200,000 entries, which the idle timer would otherwise hand back 30 s later)."""
+        # A little after the idle time: the scheduler's wall clock may fire a hair early.
+        delay_s = self.tokenizer_idle_s + _TIMER_MARGIN_S
+        self._at(RELEASE_JOB_ID, delay_s, self._release_tokenizer_when_idle, "tokenizer release")
+        if startup:
+            self._at(TRIM_JOB_ID, _TRIM_AGAIN_S, _release_tokenizer, "memory release")
+
+    def _at(self, job_id: str, delay_s: float, func: Any, name: str) -> None:
+        """Run `func` once, `delay_s` from now, in the scheduler (replacing the last such)."""
+        from datetime import timedelta
+
+        scheduler = self.scheduler
+        if scheduler is None:
+            return
+        try:
+            scheduler.add_job(
+                func,
+                "date",
+                run_date=datetime.now(UTC) + timedelta(seconds=delay_s),
+                id=job_id,
+                name=name,
+                replace_existing=True,
+            )
+        except Exception:  # shut down meanwhile (SchedulerNotRunningError)
+            log.debug("timer %s after shutdown ignored", job_id)
 
     # --- the job ---------------------------------------------------------------------------------
 
     def _job(self) -> None:
+        from summarizer.memory.compact import published_watermark
+
         with self._lock:
+            if self._closing:
+                return  # submitted before the shutdown: the writer lock may be released next
             self._running = True
+            self._idle.clear()
             self._requested = False
             reasons, self._reasons = self._reasons or {"interval"}, set()
         try:
             while True:
                 self._compact(",".join(sorted(reasons)))
+                assert self._conn is not None
+                top = history.max_entry_id(self._conn)
+                self.waiters.after_run(published_watermark(self._conn), top)
                 with self._lock:
                     if not self._requested or self.daemon.stopping.is_set():
                         self._running = False
                         self._last_run_end = time.monotonic()
-                        self._release_cache()
-                        if reasons == {STARTUP}:
-                            # No session waits on the startup run; the idle timer still runs
-                            # for what a session duty may load meanwhile.
-                            _release_tokenizer()
-                            self._trim_again = True  # see _poll_requests
-                        return
+                        break
                     self._requested = False
                     reasons, self._reasons = self._reasons or {"request"}, set()
-        except BaseException:
+            self._release_cache()
+            if reasons == {STARTUP}:
+                # No session waits on the startup run; the idle timer still runs for what a
+                # session duty may load meanwhile.
+                _release_tokenizer()
+            self._after_run(startup=reasons == {STARTUP})
+        except BaseException as e:
             with self._lock:
                 self._running = False
+            # A client waiting on this run learns it failed (APScheduler logs the traceback).
+            self.waiters.answer_all({"ok": False, "error": f"{type(e).__name__}; see the log"})
             raise
+        finally:
+            self._idle.set()
 
     def _compact(self, trigger: str) -> None:
         from summarizer.memory.compact import compact_and_publish, published_watermark
@@ -288,7 +318,7 @@ class CompactionJobs:
         self.deferred += 1
         log.info("compaction waits until the spool backlog being ingested is indexed")
         _release_tokenizer()  # a tokenizer kept from an earlier run would sit idle meanwhile
-        while daemon.catching_up.is_set() and not daemon.stopping.wait(REQUEST_POLL_S):
+        while daemon.catching_up.is_set() and not daemon.stopping.wait(CATCH_UP_CHECK_S):
             pass
 
     def _release_cache(self) -> None:
@@ -300,7 +330,7 @@ class CompactionJobs:
                 log.exception("releasing memory after a compaction failed")
 
     def _release_tokenizer_when_idle(self) -> None:
-        """Release the tokenizer once no compaction ran for `tokenizer_idle_s` (poller thread)."""
+        """Release the tokenizer once no compaction ran for `tokenizer_idle_s` (a timer)."""
         with self._lock:
             idle = (
                 not self._running
@@ -311,21 +341,6 @@ class CompactionJobs:
                 return
             self._last_run_end = 0.0
         _release_tokenizer()
-
-    def _on_event(self, event: Any) -> None:
-        from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED
-
-        if event.code == EVENT_JOB_ERROR:
-            self.events["error"] += 1
-            # APScheduler logs the traceback itself (logger apscheduler.executors.default).
-            log.error("compaction job failed: %r; the next run retries", event.exception)
-        elif event.code == EVENT_JOB_MISSED:
-            self.events["missed"] += 1
-            log.warning("compaction run of %s was missed", event.scheduled_run_time)
-        else:
-            self.events["max_instances"] += 1
-            self._refused.set()  # the poller asks again once the run is counted finished
-            log.info("compaction run refused: the last one is still finishing; retried")
 
 
 def _release_tokenizer() -> None:

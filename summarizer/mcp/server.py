@@ -7,6 +7,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from indexer import redact_text
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from summarizer.mcp import tools
@@ -22,10 +23,12 @@ def build_server(paths: StatePaths) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer("ctxd", instructions="Recall of past Claude Code sessions.")
 
     def run(call: Any, *args: Any, **kwargs: Any) -> str:
+        # Redacted again as a whole (each tool redacts its texts before cutting them): what
+        # goes back to the model, an error that quotes an argument included, is redacted.
         try:
-            return str(call(paths, *args, **kwargs))
+            return redact_text(str(call(paths, *args, **kwargs)))
         except CtxdError as e:  # a bad argument or state: the caller gets the one-line reason
-            raise ToolError(str(e)) from None
+            raise ToolError(redact_text(str(e))) from None
 
     @server.tool(
         structured_output=False,

@@ -1,7 +1,10 @@
 """The recall tools' answers: plain functions from the state directory to budgeted text.
 
 Each answer is a header and lines, best first; lines are added while the whole text fits the
-token budget (counted with tiktoken), and a last line says how many did not fit.
+token budget (counted with tiktoken), and a last line says how many did not fit. Every text
+is redacted, whole, before it is cut or counted: what the index holds is redacted already, by
+the rules of the ctxd that stored it, and an index an earlier version wrote may hold a value
+a later rule knows.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from indexer import recall
+from indexer import recall, redact_entry, redact_text
 from indexer.config import load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
@@ -38,6 +41,7 @@ def fit(header: str, lines: list[str], budget: int) -> str:
     """`header` and as many of `lines` as fit in `budget` tokens, in order. Recorded text is
     data: a passage of it that addresses the model is left out of every line."""
     check_budget(budget)
+    header, lines = redact_text(header), [redact_text(line) for line in lines]
     lines = [neutralize(line)[0] for line in lines]
     counter = get_counter()
     note_tokens = 20  # room for the "… N more" line
@@ -80,7 +84,7 @@ def search_tool(
 
     validate(query, filters)
     with _connection(paths) as conn:
-        hits = search(conn, query, filters) if conn is not None else []
+        hits = search(conn, query, filters, redact=redact_text) if conn is not None else []
     if not hits:
         return f"no matches for {query!r}"
     lines = [
@@ -117,7 +121,7 @@ def session_tool(paths: StatePaths, session: str, budget: int = DEFAULT_BUDGET) 
             return _NOTHING
         info = resolve_session(conn, session)
         pkg = resume_package(conn, paths, load_config(paths.config), info)
-    text = render_package(pkg).strip()
+    text = redact_text(render_package(pkg).strip())  # whole: a key may span lines
     head, _, body = text.partition("\n")
     return fit(head, body.split("\n"), budget)
 
@@ -148,7 +152,7 @@ def agent_history_tool(
         return f"no entries of agent {agent!r}" + (f" in session {sid}" if sid else "")
     out = []
     for se in reversed(entries):  # newest first, so a tight budget keeps the latest
-        e = se.entry
+        e = redact_entry(se.entry)
         detail = e.error or e.output_summary or e.instruction
         line = f"- {iso_utc(e.ts_ns)} [{e.event}] {e.description}"
         out.append(line + (f" — recorded: {quoted(detail, 300)}" if detail else ""))
@@ -168,7 +172,9 @@ def failures_tool(
         return "no failures recorded"
     lines = []
     # The description holds the error once, quoted as recorded.
-    for desc, command, _error, prevention, count, last_ns, _resolved_ns, is_open, sid in rows:
+    for row in rows:
+        desc, command, _error, prevention = (redact_text(t or "") for t in row[:4])
+        count, last_ns, _resolved_ns, is_open, sid = row[4:]
         state = "UNRESOLVED" if is_open else "resolved"
         line = f"- [{state}] {desc} (×{count}, last {iso_utc(last_ns)}, session {sid[:8]})"
         if command:

@@ -1,10 +1,12 @@
-"""Compaction entry points: in process under the writer lock, or requested from the daemon (I8).
+"""Compaction entry points: in process under the writer lock, or asked of the daemon (I8).
 
-`ctxd compact`, `ContextAgent.summarize()` and `get_injection()` call `compact_now()`. Without a
-daemon it catches the index up, takes `daemon.lock` and compacts itself. When a daemon holds the
-lock, a second writer is not allowed (I8), so it writes the request file `compact.request`
-(the daemon polls for it several times a second), then waits until the daemon has published
-context files covering every entry indexed at the time of the request (meta `mem.published`).
+`ctxd compact`, `ContextAgent.summarize()` and `get_injection()` call `compact_now()`. When a
+daemon runs (its socket answers: indexer.daemon_channel), a second writer is not allowed (I8):
+it waits until the daemon has indexed the spool, asks it to compact over the socket, and waits
+for its answer, sent once the context files cover every entry indexed at the time of the
+request (meta `mem.published`). Without a daemon it takes `daemon.lock`, catches the index up
+and compacts itself; while another process holds the lock (a command, or the builder the
+PreCompact hook starts) it waits for it, within the same time limit.
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer import history, iso_utc, search_index, write_atomic
+from indexer import daemon_channel, history, iso_utc, search_index
 from indexer.config import Config
 from indexer.errors import CtxdError, IndexBusyError
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, is_locked, writer_lock
+from indexer.writer import (
+    LOCK_SLICE_S,
+    daemon_running,
+    ingest_spool,
+    wait_for_daemon,
+    writer_lock,
+)
 from summarizer.common.tokens import get_counter
 from summarizer.memory import hooks
 from summarizer.memory.backend import backend_for
@@ -30,12 +38,16 @@ from summarizer.memory.summary import Published, publish
 
 log = logging.getLogger("ctxd.compact")
 
-REQUEST_FILE = "compact.request"
-_POLL_S = 0.05
+# Connecting is immediate when a daemon listens; this bounds a full request queue.
+_CONNECT_S = 2.0
 
 
 class CompactionTimeout(CtxdError):
-    """The daemon did not publish a compaction in time."""
+    """The daemon did not publish a compaction in time, or the index stayed locked."""
+
+
+class CompactionFailed(CtxdError):
+    """The daemon's compaction failed (its log says why)."""
 
 
 @dataclass
@@ -138,29 +150,53 @@ def compact_now(
     """Bring the index and the memory up to date, here or by asking the daemon (see module doc).
 
     Raises CompactionTimeout when a running daemon does not index or compact within `wait_s`
-    (default `[summarizer] request_timeout_s`).
+    (default `[summarizer] request_timeout_s`), or when another process keeps the writer lock
+    that long; CompactionFailed when the daemon's compaction fails.
     """
     timeout = config.summarizer.request_timeout_s if wait_s is None else wait_s
-    caught = catch_up(paths, config, wait_s=timeout)
-    if caught.by_daemon and not caught.caught_up:
-        raise CompactionTimeout(
-            f"the daemon did not index the spool within {timeout:.0f} s; see {paths.log}"
-        )
-    if not is_locked(paths):
+    deadline = time.monotonic() + timeout
+    while True:
+        if daemon_running(paths):
+            result = _ask_daemon(paths, timeout, deadline)
+            if result is not None:
+                return result
+            # The daemon stopped meanwhile: it answered that, or closed. Compact here.
         try:
-            with writer_lock(paths, wait_s=0.5):
+            slice_s = min(LOCK_SLICE_S, max(0.0, deadline - time.monotonic()))
+            with writer_lock(paths, wait_s=slice_s):
+                ingest_spool(paths, config)
                 conn = history.connect(paths.index_db)
                 try:
                     return compact_and_publish(conn, paths, config, trigger=trigger)
                 finally:
                     conn.close()
         except IndexBusyError:
-            log.debug("a daemon took the lock meanwhile; asking it to compact")
-    return request_compaction(paths, timeout_s=timeout)
+            pass  # a command or the builder started on PreCompact: wait for it, or a daemon
+        if time.monotonic() >= deadline:
+            raise CompactionTimeout(
+                f"another ctxd process kept the index locked for {timeout:.0f} s (a command, "
+                "or the notes being built after a compaction); try again, or raise "
+                "[summarizer] request_timeout_s"
+            )
 
 
-def request_compaction(paths: StatePaths, *, timeout_s: float) -> CompactionResult:
-    """Ask the running daemon to compact; wait until it has published everything indexed now."""
+def _ask_daemon(paths: StatePaths, timeout: float, deadline: float) -> CompactionResult | None:
+    """Wait for the running daemon to index the spool, then ask it to compact (None if it
+    stopped meanwhile)."""
+    if not wait_for_daemon(paths, max(0.0, deadline - time.monotonic())):
+        if not daemon_running(paths):
+            return None
+        raise CompactionTimeout(
+            f"the daemon did not index the spool within {timeout:.0f} s; see {paths.log}"
+        )
+    return request_compaction(paths, timeout_s=max(0.0, deadline - time.monotonic()))
+
+
+def request_compaction(paths: StatePaths, *, timeout_s: float) -> CompactionResult | None:
+    """Ask the running daemon to compact; wait until it has published everything indexed now.
+
+    None when no daemon took the request (none runs, or it stopped before answering).
+    """
     if not paths.index_db.exists():
         return CompactionResult(True, 0)
     conn = history.connect(paths.index_db, readonly=True)
@@ -168,17 +204,39 @@ def request_compaction(paths: StatePaths, *, timeout_s: float) -> CompactionResu
         before = published_watermark(conn)
         target = history.max_entry_id(conn)
         if before < target:
-            write_atomic(paths.root / REQUEST_FILE, str(target).encode(), root=paths.root)
-            deadline = time.monotonic() + timeout_s
-            while published_watermark(conn) < target:
-                if time.monotonic() >= deadline:
-                    raise CompactionTimeout(
-                        f"the daemon did not publish a compaction within {timeout_s:.0f} s "
-                        f"(index at entry {target}, context files at {published_watermark(conn)});"
-                        f" see {paths.log} or raise [summarizer] request_timeout_s"
-                    )
-                time.sleep(_POLL_S)
+            reply = _request(paths, target, timeout_s, conn)
+            if reply is None:
+                return None
         new_d, new_f = count_new(conn, before)
         return CompactionResult(True, published_watermark(conn), new_d, new_f)
     finally:
         conn.close()
+
+
+def _request(
+    paths: StatePaths, target: int, timeout_s: float, conn: sqlite3.Connection
+) -> dict[str, Any] | None:
+    """Send `compact` for entry `target` and wait for the daemon's answer (see above)."""
+    sock = daemon_channel.connect(paths.root, max(timeout_s, _CONNECT_S))
+    if sock is None:
+        return None
+    try:
+        daemon_channel.send(sock, {"op": "compact", "target": target})
+        reply = daemon_channel.receive(sock, timeout_s)
+    except TimeoutError:
+        raise CompactionTimeout(
+            f"the daemon did not publish a compaction within {timeout_s:.0f} s "
+            f"(index at entry {target}, context files at {published_watermark(conn)});"
+            f" see {paths.log} or raise [summarizer] request_timeout_s"
+        ) from None
+    except OSError:
+        return None  # it went away mid-request
+    finally:
+        sock.close()
+    if reply is None or (not reply.get("ok") and reply.get("retry")):
+        return None
+    if not reply.get("ok"):
+        raise CompactionFailed(
+            f"the daemon's compaction failed ({reply.get('error')}); see {paths.log}"
+        )
+    return reply

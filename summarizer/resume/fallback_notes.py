@@ -1,15 +1,20 @@
-"""Notes from the spool's tail alone, for when the full notes are not ready (stdlib only)."""
+"""Notes from the spool's tail alone, for when the full notes are not ready (redacted)."""
 
 # Never silent: after a compaction something useful goes back even if the index could not be
 # built in time (no daemon, a loaded machine). The last bytes of the spool hold the session's
 # latest request and the files it touched; todos.json holds its tasks. No tokenizer here: the
 # text is kept short by construction (a few capped lines).
+# The spool holds payloads as Claude Code sent them: every piece taken from it is redacted,
+# whole, before it is cut to a line (a key cut first could lose what its rule recognises).
+# This path runs only when the build timed out, so the redaction rules' first use here (tens
+# of milliseconds) is not on the usual SessionStart path.
 
 from __future__ import annotations
 
 import os
 import time
 
+from indexer import redact_text
 from summarizer.common.acks import is_acknowledgement, note_ack
 from summarizer.resume.fastjson import loads
 from summarizer.resume.spool_tail import TAIL_BYTES, read_tail
@@ -34,12 +39,12 @@ def fallback_notes(state_dir: str, session_id: str, head: str) -> str:
         " (the full notes were not ready in time)."
     ]
     if prompt:
-        out.append("Most recent user request: " + _line(prompt, 600))
+        out.append("Most recent user request: " + _line(redact_text(prompt), 600))
     if tasks:
         out += ["", "Open tasks:", *tasks]
     if files:
         out += ["", "Files worked on lately:"]
-        out += [f"- {path} ({kind})" for path, kind in files]
+        out += [f"- {_line(redact_text(path), 300)} ({kind})" for path, kind in files]
     return "\n".join(out) + "\n"
 
 
@@ -94,9 +99,9 @@ def _open_tasks(path: str) -> list[str]:
     out = []
     for t in todos if isinstance(todos, list) else []:
         if isinstance(t, dict) and t.get("status") in ("pending", "in_progress"):
-            out.append(
-                f"- [{str(t['status']).replace('_', ' ')}] {_line(str(t.get('content')), 200)}"
-            )
+            # todos.json is written from redacted entries; one an older ctxd wrote may not be.
+            content = redact_text(str(t.get("content")))
+            out.append(f"- [{str(t['status']).replace('_', ' ')}] {_line(content, 200)}")
     return out[:10]
 
 

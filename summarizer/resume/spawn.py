@@ -14,19 +14,20 @@ _SPAWNED: list[Any] = []  # keeps Popen objects alive: no ResourceWarning in lon
 
 
 def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
-    """Start `ctxd run` detached unless a daemon holds (or is taking) the lock; never waits.
+    """Start `ctxd run` detached unless a daemon runs or is starting; never waits.
 
-    Returns the started process, or None when none was started (or starting failed).
+    A daemon runs when its socket answers; the writer lock is no sign of one (the builder
+    started on PreCompact holds it too, and a new daemon waits for that builder). Returns
+    the started process, or None when none was started (or starting failed).
     """
     try:
         import fcntl
 
-        from indexer import lock_is_held
-
-        if lock_is_held(os.path.join(state_dir, "daemon.lock")):
-            return None
         from indexer import safefs
+        from indexer.daemon_channel import is_listening
 
+        if is_listening(state_dir):
+            return None
         guard = safefs.open_file(
             state_dir, os.path.join(state_dir, "autostart.lock"), os.O_RDWR | os.O_CREAT
         )
@@ -35,7 +36,7 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
                 fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return None  # another hook is starting it, or its daemon still runs
-            if lock_is_held(os.path.join(state_dir, "daemon.lock")):
+            if is_listening(state_dir):
                 return None
             # The daemon inherits the guard, so the flock stays held for its whole life:
             # concurrent hooks see it and spawn nothing while it starts or runs.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -58,8 +59,13 @@ def search(
     *,
     now_ns: int | None = None,
     mark: tuple[str, str] = ("**", "**"),
+    redact: Callable[[str], str] | None = None,
 ) -> list[SearchHit]:
-    """The best hits for `text`, newest first among equals. Raises SearchQueryError."""
+    """The best hits for `text`, newest first among equals. Raises SearchQueryError.
+
+    With `redact`, a hit whose stored text it changes (an index an earlier ctxd wrote, before
+    a rule existed) gets its snippet cut from the redacted text instead: a snippet is a window
+    that can cut the context a rule needs (`password` in `**password** hunter2`)."""
     match = validate(text, filters)
     since_ns = parse_since(filters.since) if filters.since else None
     try:
@@ -78,10 +84,30 @@ def search(
         )
     except sqlite3.OperationalError as e:  # the quoting above should make this unreachable
         raise SearchQueryError(f"cannot search for {text!r}: {e}") from e
+    snippets = {h.doc: h.snippet for h in hits}
+    if redact is not None and hits:
+        for doc, body in search_index.stored_bodies(conn, list(snippets)).items():
+            if (redacted := redact(body)) != body:
+                snippets[doc] = _snippet(redacted, text, mark)
     return [
-        SearchHit(h.kind, h.session_id, h.agent_id, iso_utc(h.ts_ns), h.snippet, round(h.score, 3))
+        SearchHit(
+            h.kind, h.session_id, h.agent_id, iso_utc(h.ts_ns), snippets[h.doc], round(h.score, 3)
+        )
         for h in hits
     ]
+
+
+def _snippet(body: str, text: str, mark: tuple[str, str], width: int = 16) -> str:
+    """About `width` words of body around the first word of the query, marked (as FTS5 does)."""
+    words = body.split()
+    wanted = [w.lower().rstrip("*") for w in re.findall(r"[\w*]+", text)]
+    found = next((i for i, w in enumerate(words) if any(q and q in w.lower() for q in wanted)), -1)
+    at = max(found, 0)
+    start = max(0, at - width // 2)
+    shown = words[start : start + width]
+    if found >= 0:
+        shown[at - start] = f"{mark[0]}{shown[at - start]}{mark[1]}"
+    return ("…" if start else "") + " ".join(shown) + ("…" if start + width < len(words) else "")
 
 
 def validate(text: str, filters: Filters) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import find_secrets, flock_within, sweep_temp_files, write_atomic
+from indexer import flock_within, secret_kinds, sweep_temp_files, write_atomic
 from indexer.paths import FILE_MODE, ensure_private_dir
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.tasks.canon import canonical_json, check_task_id
@@ -159,7 +159,8 @@ class TaskStore:
                     f"field {field} is {size} bytes (over {self.field_warn_bytes}); keep long "
                     "text in its source file and cite it"
                 )
-            found = sorted({kind for _s, _e, kind in find_secrets(text)})
+            # What the index would store redacted: every rule, on every decoded form.
+            found = secret_kinds(text)
             if not found:
                 continue
             if not force_secrets:

@@ -1,10 +1,14 @@
-"""Gather one session's page data from the index and the state directory."""
+"""Gather one session's page data from the index and the state directory, redacted."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 
+import msgspec
+
+from indexer import StoredEntry, redact_entry, redact_text
 from indexer.paths import StatePaths, check_session_id
 from indexer.session_query import session_agents, session_entries, session_entry_count
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
@@ -24,27 +28,41 @@ MAX_ENTRIES = 5000
 def page_data(
     conn: sqlite3.Connection, paths: StatePaths, info: SessionInfo, max_entries: int = MAX_ENTRIES
 ) -> PageData:
-    """Everything `render_page` needs for the session `info`."""
+    """Everything `render_page` needs for the session `info`.
+
+    The page is a file people share: every text on it is redacted here, whole, before the page
+    cuts it to a line. What the index holds is redacted already, by the rules of the ctxd that
+    stored it; an index an earlier version wrote may hold a value a later rule knows.
+    """
     sid = info.session_id
-    entries = session_entries(conn, sid, max_entries)
-    timeline = build_timeline(entries, session_agents(conn, sid))
+    entries = [_redacted(se) for se in session_entries(conn, sid, max_entries)]
+    agents = [
+        dataclasses.replace(a, description=redact_text(a.description))
+        for a in session_agents(conn, sid)
+    ]
+    timeline = build_timeline(entries, agents)
     return PageData(
         session_id=sid,
-        title=info.title,
+        title=redact_text(info.title),
         started=info.started,
         last_activity=info.last_activity,
         status=info.status + (f" ({info.end_reason})" if info.end_reason else ""),
-        cwd=info.cwd,
+        cwd=redact_text(info.cwd),
         events=info.events,
         compactions=info.compactions,
         timeline=timeline,
         shown_entries=len(entries),
         total_entries=session_entry_count(conn, sid),
-        todos=[(t.status, t.content) for t in session_todos(conn, sid)],
+        todos=[(t.status, redact_text(t.content)) for t in session_todos(conn, sid)],
         memory=_memory(conn),
-        handback=_handback(paths, sid, CONSUMED_FILE),
-        prepared=_handback(paths, sid, CONTEXT_FILE),
+        handback=redact_text(_handback(paths, sid, CONSUMED_FILE)),
+        prepared=redact_text(_handback(paths, sid, CONTEXT_FILE)),
     )
+
+
+def _redacted(stored: StoredEntry) -> StoredEntry:
+    entry = redact_entry(stored.entry)
+    return stored if entry is stored.entry else msgspec.structs.replace(stored, entry=entry)
 
 
 def _memory(conn: sqlite3.Connection) -> MemoryView:
@@ -52,10 +70,10 @@ def _memory(conn: sqlite3.Connection) -> MemoryView:
         return MemoryView()
     mem = load_memory(conn)
     return MemoryView(
-        constraints=[c.description for c in mem.constraints],
-        decisions=[d.decision for d in mem.decisions],
+        constraints=[redact_text(c.description) for c in mem.constraints],
+        decisions=[redact_text(d.decision) for d in mem.decisions],
         open_failures=[
-            f.description + (f" (prevention: {f.prevention})" if f.prevention else "")
+            redact_text(f.description + (f" (prevention: {f.prevention})" if f.prevention else ""))
             for f in mem.failures
             if not f.resolved
         ],

@@ -1,17 +1,21 @@
 """Planted secrets never leave the spool: every kind, every form, every field, every output.
 
-Writes one spool event per (secret kind, form, field) as the hook writes it, then runs the real
-CLI as subprocesses (ingest, compact, rebuild, every read command) and the real SessionStart
-hook, and searches every byte ctxd wrote outside the spool (index.db with its WAL and free
-pages, views, context and resume files, the daemon's log) and every output for each secret.
-The real `ctxd ingest` and daemon also run with a bug that makes every planted event raise an
-exception quoting it, so that the logged exception path is searched too. Also counts
-the redactions the rules make on the real corpus (each one a false positive: the corpus holds
-no live secret) and prints both numbers.
+Writes one spool event per (secret value, form, field) as the hook writes it (tests/e2e/
+planted_events.py), then runs the real CLI as subprocesses (ingest, compact, rebuild, every read
+command, search, the HTML page), the real `ctxd mcp` through the MCP SDK's stdio client, the
+real SessionStart hook (notes handed back, the project memory at startup, and the notes read
+from the spool's tail when the full notes are not ready), and the task cache built from the
+Claude Code tasks the index holds; then searches every byte ctxd wrote outside the spool
+(index.db with its WAL and free pages, views, context, resume, task and page files, the
+daemon's log) and every output for each value. The real `ctxd ingest` and daemon also run with
+a bug that makes every planted event raise an exception quoting it, so that the logged
+exception path is searched too. Also counts the redactions the rules make on the real corpus
+(each one a false positive: the corpus holds no live secret) and prints both numbers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -23,251 +27,34 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, REPO, hook_env, poll, query, run_cli, run_hook
-from planted_secrets import (
-    PLANTED,
-    base64_wrapped,
-    fingerprint,
-    json_escaped,
-    url_encoded,
+from helpers import CORPUS, REPO, clean_env, hook_env, poll, query, run_cli, run_hook
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from planted_events import (
+    FAULT_CLI,
+    FAULT_DAEMON,
+    FIELDS,
+    FORMS,
+    needles,
+    write_fault_segment,
+    write_spool,
 )
+from planted_secrets import PLANTED, fingerprint
+from task_helpers import make_repo
 
-from indexer.hook import build_line
+from indexer import history
+from indexer.config import TasksConfig
 from indexer.redact import redact_text
+from summarizer.resume.todos import session_todos
+from summarizer.tasks import service
+from summarizer.tasks.env import TaskEnv
 
-FORMS = ("plain", "wire-escaped", "json-escaped", "url-encoded", "base64")
 FP_LIMIT = 40  # the corpus count measured when the rules were written (see the README)
-# A bug whose exception quotes the event (tests/data/faults/quote_payload/sitecustomize.py):
-# the real `ctxd ingest` and daemon run with it on segments of the session "planted-fault".
 FAULT = Path(__file__).resolve().parents[1] / "data" / "faults" / "quote_payload"
-FAULT_CLI, FAULT_DAEMON = "20260101T01.jsonl", "20260101T02.jsonl"
-
-
-def _field_payloads(field: str, text: str, n: int) -> dict[str, Any]:
-    """The hook payload that carries text in one field Claude Code sends."""
-    tool = {"tool_use_id": f"toolu_planted_{n:06d}"}
-    if field == "prompt":
-        return {"hook_event_name": "UserPromptSubmit", "prompt": text}
-    if field == "bash-input":
-        return {
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": text, "description": "run it"},
-            **tool,
-        }
-    if field == "bash-output":
-        return {
-            "hook_event_name": "PostToolUse",
-            "tool_name": "Bash",
-            "tool_input": {"command": "cat notes.txt"},
-            "tool_response": {"stdout": text, "stderr": "", "interrupted": False},
-            **tool,
-        }
-    if field == "write":
-        return {
-            "hook_event_name": "PostToolUse",
-            "tool_name": "Write",
-            "tool_input": {"file_path": "/home/dev/app/.env", "content": text},
-            "tool_response": {"type": "create", "filePath": "/home/dev/app/.env"},
-            **tool,
-        }
-    if field == "read":
-        return {
-            "hook_event_name": "PostToolUse",
-            "tool_name": "Read",
-            "tool_input": {"file_path": "/home/dev/app/.env"},
-            "tool_response": {
-                "type": "text",
-                "file": {"filePath": "/home/dev/app/.env", "content": text},
-            },
-            **tool,
-        }
-    if field == "file-path":
-        path = f"/home/dev/app/cache/{text}.json"
-        return {
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Read",
-            "tool_input": {"file_path": path},
-            **tool,
-        }
-    if field == "error":
-        return {
-            "hook_event_name": "PostToolUseFailure",
-            "tool_name": "Bash",
-            "tool_input": {"command": "make deploy"},
-            "error": f"Exit code 1\n{text}",
-            **tool,
-        }
-    if field == "subagent-prompt":
-        return {
-            "hook_event_name": "PreToolUse",
-            "tool_name": "Agent",
-            "tool_input": {
-                "description": "deploy",
-                "subagent_type": "general-purpose",
-                "prompt": f"AgentId: deployer-{n}\n{text}",
-            },
-            **tool,
-        }
-    if field == "stop":
-        return {
-            "hook_event_name": "Stop",
-            "stop_hook_active": False,
-            "last_assistant_message": text,
-        }
-    if field == "subagent-stop":
-        return {
-            "hook_event_name": "SubagentStop",
-            "stop_hook_active": False,
-            "agent_id": f"a{n:015x}",
-            "agent_type": "general-purpose",
-            "last_assistant_message": text,
-        }
-    if field == "compact-summary":
-        return {"hook_event_name": "PostCompact", "trigger": "manual", "compact_summary": text}
-    raise AssertionError(field)
-
-
-# Values recognisable only by their context (a flag, a key name, a URL): a file path does not
-# hold that context, so the file-path field plants the other kinds (its name is the value).
-_CONTEXT_ONLY = frozenset(
-    [
-        "mysql-p",
-        "sshpass",
-        "url-credentials-pw",
-        "azure-account-key",
-        "azure-sas",
-        "auth-bearer",
-        "auth-basic",
-        "aws-secret-key",
-        "slack-webhook",
-        "discord-webhook",
-        "postgres-url",
-        "mongodb-url",
-        "dsn",
-        "x-api-key",
-        "password-flag",
-        "pgpassword",
-        "redis-cli",
-        "docker-login",
-        "curl-user",
-        "env-secret",
-        "env-password",
-        "json-password",
-        "entropy",
-        "private-key",
-    ]
-)
-FIELDS = (
-    "prompt",
-    "bash-input",
-    "bash-output",
-    "write",
-    "read",
-    "file-path",
-    "error",
-    "subagent-prompt",
-    "stop",
-    "subagent-stop",
-    "compact-summary",
-)
-
-
-def _forms(context: str, secret: str) -> dict[str, str]:
-    text = context.format(s=secret)
-    return {
-        "plain": text,
-        "wire-escaped": text,  # escaped in the spool line's JSON, not in the text
-        "json-escaped": json_escaped(text, secret),
-        "url-encoded": url_encoded(text, secret),
-        "base64": f"echo {base64_wrapped(text)} | base64 -d",
-    }
-
-
-def _wire_escape(raw: bytes, secret: str) -> bytes:
-    """raw JSON with the secret's characters written as \\u escapes (valid JSON, same text)."""
-    plain = json.dumps(secret)[1:-1].encode()
-    escaped = "".join(
-        f"\\u{ord(c):04x}" if not c.isalnum() or i % 5 == 0 else c for i, c in enumerate(secret)
-    ).encode()
-    assert plain in raw
-    return raw.replace(plain, escaped)
-
-
-def _needles() -> list[tuple[str, bytes]]:
-    """(kind, bytes that must not appear): each value's fingerprint, and the part of the
-    base64 form that encodes the value (not its context)."""
-    out = []
-    for p in PLANTED:
-        out.append((p.kind, fingerprint(p.secret).encode()))
-        text = p.context.format(s=p.secret).encode()
-        first = text.index(p.secret.encode()) + len(p.secret) // 3
-        start = -(-first // 3) * 4  # the first base64 group that encodes only value bytes
-        out.append((p.kind + "/base64", base64_wrapped(text.decode())[start : start + 16].encode()))
-    return out
-
-
-def _write_spool(state: Path) -> int:
-    spool = state / "spool"
-    spool.mkdir(parents=True, mode=0o700)
-    lines: list[bytes] = []
-    ts = 1_790_000_000_000_000_000
-    n = 0
-    for field in FIELDS:
-        session = f"planted-{field}"
-        for p in PLANTED:
-            context = "{s}" if field == "file-path" else p.context
-            for form, text in _forms(context, p.secret).items():
-                if field == "file-path" and (form == "base64" or p.kind in _CONTEXT_ONLY):
-                    continue  # a path holds a token, not a command line or a base64 blob
-                n += 1
-                event = {
-                    "session_id": session,
-                    "transcript_path": "/tmp/t.jsonl",
-                    "cwd": "/home/dev/app",
-                    "permission_mode": "default",
-                    **_field_payloads(field, text, n),
-                }
-                raw = json.dumps(event, separators=(",", ":")).encode()
-                if form == "wire-escaped":
-                    raw = _wire_escape(raw, p.secret)
-                lines.append(build_line(raw, ts + n * 1000, 4242))
-        n += 1  # a PreCompact per session: the resume state is written for it
-        pre = {
-            "session_id": session,
-            "transcript_path": "/tmp/t.jsonl",
-            "cwd": "/home/dev/app",
-            "hook_event_name": "PreCompact",
-            "trigger": "manual",
-            "custom_instructions": "",
-        }
-        lines.append(build_line(json.dumps(pre).encode(), ts + n * 1000, 4242))
-    # Malformed lines: the secret inside a line that is no valid event goes to the quarantine.
-    for p in PLANTED:
-        for text in _forms(p.context, p.secret).values():
-            lines.append(
-                b'{"ctxd":1,"ts_ns":5,"pid":1,"event":{"session_id":"planted-bad",'
-                b'"prompt":"' + json.dumps(text)[1:-1].encode() + b'"\n'
-            )
-    (spool / "20260101T00.jsonl").write_bytes(b"".join(lines))
-    return len(lines)
-
-
-def _write_fault_segment(state: Path, name: str) -> int:
-    """Every planted value in every form, in prompts of the session the fault breaks on."""
-    lines = []
-    for i, p in enumerate(PLANTED):
-        for j, text in enumerate(_forms(p.context, p.secret).values()):
-            event = {
-                "session_id": "planted-fault",
-                "hook_event_name": "UserPromptSubmit",
-                "cwd": "/home/dev/app",
-                "prompt": text,
-            }
-            ts = 1_790_100_000_000_000_000 + int(name[9:11]) * 10**9 + (i * 10 + j) * 1000
-            lines.append(build_line(json.dumps(event).encode(), ts, 4343))
-    (state / "spool" / name).write_bytes(b"".join(lines))
-    return len(lines)
+# Words of the contexts the secrets stand in: each search shows the best 100 snippets.
+SEARCH_WORDS = ("password", "token", "key", "secret", "login", "curl", "export", "machine")
+NO_TIME = "[resume]\nprebuild = false\nbuild_timeout_s = 0.001\n"
+TAIL_FIELDS = ("prompt", "file-path", "read", "write")  # what the notes from the tail show
 
 
 def _quarantined(state: Path, name: str) -> int:
@@ -279,13 +66,13 @@ def _run_with_fault(state: Path, outputs: list[str], tmp: Path) -> None:
     a segment whose every line makes the faulty code raise with the line's secret."""
     env = hook_env(state, PYTHONPATH=f"{FAULT}{os.pathsep}{REPO}")
     ctxd = [sys.executable, "-m", "summarizer.cli.app"]
-    n = _write_fault_segment(state, FAULT_CLI)
+    n = write_fault_segment(state, FAULT_CLI)
     r = subprocess.run(
         [*ctxd, "ingest"], env=env, capture_output=True, text=True, timeout=600, check=False
     )
     outputs.append(f"$ ctxd ingest (with the fault)\n{r.stdout}\n{r.stderr}")
     assert _quarantined(state, FAULT_CLI) == n, r.stderr[-2000:]
-    _write_fault_segment(state, FAULT_DAEMON)
+    write_fault_segment(state, FAULT_DAEMON)
     out = tmp / "daemon.out"  # outside the state dir: searched as an output
     with out.open("wb") as f:
         daemon = subprocess.Popen([*ctxd, "run"], env=env, stdout=f, stderr=f)
@@ -297,16 +84,106 @@ def _run_with_fault(state: Path, outputs: list[str], tmp: Path) -> None:
     outputs.append(f"$ ctxd run (with the fault)\n{out.read_text()}")
 
 
+def _session_start(state: Path, session: str, source: str) -> str:
+    start = {
+        "session_id": session,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/home/dev/app",
+        "hook_event_name": "SessionStart",
+        "source": source,
+    }
+    r = run_hook(json.dumps(start).encode(), hook_env(state))
+    return f"$ SessionStart {source} {session}\n{r.stdout.decode()}\n{r.stderr.decode()}"
+
+
+def _mcp_answers(state: Path) -> list[str]:
+    """Every tool of the real `ctxd mcp`, with the largest budget, on every planted session."""
+    big = {"budget": 10000}
+    calls: list[tuple[str, dict[str, Any]]] = [("sessions", {"limit": 200, **big})]
+    calls += [("failures", big), ("decisions", big)]
+    calls += [("search", {"query": w, "limit": 100, **big}) for w in SEARCH_WORDS]
+    for field in FIELDS:
+        session = f"planted-{field}"
+        calls.append(("session", {"session": session, **big}))
+        calls.append(
+            ("agent_history", {"agent_id": "main", "session": session, "lines": 1000, **big})
+        )
+        calls.append(("failures", {"session": session, **big}))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "summarizer.cli.app", "mcp"],
+        env=clean_env(CTXD_HOME=str(state), PYTHONPATH=str(REPO)),
+    )
+
+    async def run() -> list[str]:
+        async with Client(params, read_timeout_seconds=300) as client:
+            results = [await client.call_tool(name, args) for name, args in calls]
+        return [
+            "".join(c.text for c in r.content if getattr(c, "type", "") == "text") for r in results
+        ]
+
+    answers = asyncio.run(run())
+    return [f"$ mcp {name} {args}\n{a}" for (name, args), a in zip(calls, answers, strict=True)]
+
+
+def _task_cache(state: Path, tmp: Path, where: dict[int, Any]) -> int:
+    """The first value of each kind, as a Claude Code task the index holds, cached as a task
+    context (in process: a CLI run per task would take minutes); one more through the CLI."""
+    repo = make_repo(tmp / "task-repo")
+    config = TasksConfig(citations={"*": ["standards/global.md#Evidence Requirements"]})
+    env = TaskEnv(state_root=state, repo=repo, config=config, actor="tester")
+    conn = history.connect(state / "index.db", readonly=True)
+    try:
+        todos = {t.id: t for t in session_todos(conn, "planted-task-create") if t.source == "task"}
+    finally:
+        conn.close()
+    seen: set[str] = set()
+    cached = 0
+    for n, (p, form) in sorted(where.items()):
+        todo = todos.get(str(n))
+        if todo is None or form != "plain" or p.kind in seen:
+            continue
+        seen.add(p.kind)
+        task = {"id": todo.id, "subject": todo.content, "description": todo.description}
+        service.init_context(
+            env, f"TASK-{n}", claude_task={**task, "session": "planted-task-create"}
+        )
+        cached += 1
+    (state / "config.toml").write_text(
+        '[tasks]\ncitations = { "*" = ["standards/global.md#Evidence Requirements"] }\n'
+    )
+    first = min(int(t) for t in todos)
+    r = run_cli(
+        "task", "init", "TASK-CLI", "--from-claude-task", str(first), "--session",
+        "planted-task-create", "--repo", str(repo), state_dir=state,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return cached
+
+
 @pytest.fixture(scope="module")
 def planted_state(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     tmp = tmp_path_factory.mktemp("planted")
     state = tmp / ".ctxd"
-    _write_spool(state)
+    where = write_spool(state)
     outputs: list[str] = []
 
     def cli(*args: str) -> None:
         r = run_cli(*args, state_dir=state, timeout=600)
         outputs.append(f"$ ctxd {' '.join(args)}\n{r.stdout}\n{r.stderr}")
+
+    # The notes from the spool's tail (the latest prompt, the files read and edited lately):
+    # each session's lines alone in a spool, with no time to build the full notes.
+    segment = (state / "spool" / "20260101T00.jsonl").read_bytes().splitlines(keepends=True)
+    for field in TAIL_FIELDS:
+        tail_only = tmp / f"tail-only-{field}" / ".ctxd"
+        (tail_only / "spool").mkdir(parents=True, mode=0o700)
+        mark = f'"session_id":"planted-{field}"'.encode()
+        (tail_only / "spool" / "20260101T00.jsonl").write_bytes(
+            b"".join(line for line in segment if mark in line)
+        )
+        (tail_only / "config.toml").write_text(NO_TIME)
+        outputs.append(_session_start(tail_only, f"planted-{field}", "compact"))
 
     cli("ingest")
     _run_with_fault(state, outputs, tmp)
@@ -328,32 +205,39 @@ def planted_state(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
             )
         cli("resume", session)
         cli("resume", session, "--json")
-        start = {
-            "session_id": session,
-            "transcript_path": "/tmp/t.jsonl",
-            "cwd": "/home/dev/app",
-            "hook_event_name": "SessionStart",
-            "source": "compact",
-        }
-        r = run_hook(json.dumps(start).encode(), hook_env(state))
-        outputs.append(f"$ SessionStart {session}\n{r.stdout.decode()}\n{r.stderr.decode()}")
+        outputs.append(_session_start(state, session, "compact"))
+        page = tmp / "pages" / f"{session}.html"
+        cli("view", session, "-o", str(page))
+        outputs.append(f"$ ctxd view {session}\n{page.read_text()}")
+    outputs.append(_session_start(state, "planted-next-session", "startup"))
     for agent in ("deployer-100", "general-purpose"):
         cli("read", "--agent-id", agent, "--lines", "1000")
+    for word in SEARCH_WORDS:
+        cli("search", word, "--limit", "100")
+        cli("search", word, "--limit", "100", "--json")
     for fmt in ("json", "markdown"):
         cli("inject", "--format", fmt)
     cli("sessions")
     cli("sessions", "--json")
     cli("status")
     cli("doctor")
+    outputs += _mcp_answers(state)
+    cached = _task_cache(state, tmp, where)
+    assert cached == len({p.kind for p in PLANTED})
+    cli("task", "list")
     return state, outputs
 
 
+_NEEDLES = needles()
+
+
 def _leaks(blob: bytes) -> Counter[str]:
-    return Counter(kind for kind, needle in _needles() if needle in blob)
+    return Counter(kind for kind, needle in _NEEDLES if needle in blob)
 
 
-def test_at_least_60_kinds_planted() -> None:
-    assert len({p.kind for p in PLANTED}) >= 60
+def test_at_least_100_kinds_and_300_values_planted() -> None:
+    assert len({p.kind for p in PLANTED}) >= 100
+    assert len(PLANTED) >= 300
     fingerprints = [fingerprint(p.secret) for p in PLANTED]
     assert len(set(fingerprints)) == len(fingerprints)
 
@@ -362,10 +246,11 @@ def test_nothing_leaks_outside_the_spool(planted_state: tuple[Path, list[str]]) 
     state, _ = planted_state
     spool_blob = b"".join(p.read_bytes() for p in (state / "spool").iterdir())
     # The check can fail: every needle is in the spool, which keeps raw payloads by design.
-    assert not set(k for k, _ in _needles()) - set(_leaks(spool_blob))
+    assert not set(k for k, _ in _NEEDLES) - set(_leaks(spool_blob))
     found: dict[str, list[str]] = {}
     files = [p for p in state.rglob("*") if p.is_file() and "spool" not in p.parts]
-    assert any(p.name == "index.db" for p in files)
+    for must in ("index.db", "context.json", "startup.md", "ctxd.log"):
+        assert any(p.name == must for p in files), must  # each store was written
     for path in files:
         for kind in _leaks(path.read_bytes()):
             found.setdefault(kind, []).append(str(path.relative_to(state)))
@@ -382,17 +267,26 @@ def test_the_fault_took_the_logged_exception_path(planted_state: tuple[Path, lis
 
 def test_the_index_holds_the_events(planted_state: tuple[Path, list[str]]) -> None:
     _state, outputs = planted_state
-    assert "quarantined" in outputs[0]
-    entries = int(re.search(r"(\d+) entries", outputs[0]).group(1))  # type: ignore[union-attr]
-    assert entries >= len(PLANTED) * len(FORMS) * len(FIELDS) * 0.9, outputs[0]
+    ingest = next(o for o in outputs if o.startswith("$ ctxd ingest\n"))
+    assert "quarantined" in ingest
+    entries = int(re.search(r"(\d+) entries", ingest).group(1))  # type: ignore[union-attr]
+    assert entries >= len(PLANTED) * len(FORMS) * len(FIELDS) * 0.9, ingest
 
 
 def test_nothing_leaks_in_any_output(planted_state: tuple[Path, list[str]]) -> None:
     _, outputs = planted_state
     text = "\n".join(outputs)
     assert "[REDACTED:" in text  # the outputs do show the events, redacted
-    starts = [o for o in outputs if o.startswith("$ SessionStart")]
-    assert sum("additionalContext" in o for o in starts) >= 3  # the hook output is exercised
+    # Each output was exercised: the hand-back, the notes from the spool's tail, the project
+    # memory at startup, the pages, search and every MCP tool.
+    starts = [o for o in outputs if o.startswith("$ SessionStart compact")]
+    assert sum("additionalContext" in o for o in starts) >= len(FIELDS)
+    assert sum("the full notes were not ready in time" in o for o in starts) == len(TAIL_FIELDS)
+    startup = next(o for o in outputs if o.startswith("$ SessionStart startup"))
+    assert "ctxd project memory" in startup
+    assert sum('class="timeline"' in o for o in outputs) == len(FIELDS)
+    assert sum("[REDACTED:" in o for o in outputs if o.startswith("$ ctxd search")) >= 8
+    assert sum("[REDACTED:" in o for o in outputs if o.startswith("$ mcp")) >= len(FIELDS)
     leaks = _leaks(text.encode())
     assert leaks == Counter(), [o[:300] for o in outputs if _leaks(o.encode())][:3]
 
@@ -426,10 +320,11 @@ def test_false_positives_on_the_real_corpus() -> None:
     strings = _corpus_strings()
     for s in strings:
         kinds.update(tag.findall(redact_text(s)))
-    planted = sum(1 for _ in PLANTED) * len(FORMS) * len(FIELDS)
+    planted = len(PLANTED) * len(FORMS) * len(FIELDS)
     print(
-        f"\nplanted: {len(PLANTED)} kinds x {len(FORMS)} forms x {len(FIELDS)} fields = "
-        f"{planted} planted secrets (searched by the tests above); corpus false positives: "
-        f"{sum(kinds.values())} redactions in {len(strings)} distinct strings {dict(kinds)}"
+        f"\nplanted: {len({p.kind for p in PLANTED})} kinds, {len(PLANTED)} values x "
+        f"{len(FORMS)} forms x {len(FIELDS)} fields = {planted} planted secrets (searched by "
+        f"the tests above); corpus false positives: {sum(kinds.values())} redactions in "
+        f"{len(strings)} distinct strings {dict(kinds)}"
     )
     assert sum(kinds.values()) <= FP_LIMIT

@@ -33,7 +33,7 @@ def _outside(tmp_path: Path) -> Path:
         "20200101T00.jsonl",
         "ctxd.log.1",
         "daemon.json",
-        "compact.request",
+        "daemon.sock",
         "folder/keep.txt",
     ):
         (out / name).write_text(f"outside file {name}: must stay as it is\n")
@@ -65,7 +65,7 @@ def _plant(state: Path, out: Path) -> None:
         "spool/20200101T00.jsonl": out / "20200101T00.jsonl",
         "context/running-summary.json": out / "running-summary.json",
         "views.new": out,
-        "compact.request": out / "compact.request",
+        "daemon.sock": out / "daemon.sock",
         "ctxd.log.1": out / "ctxd.log.1",
         "ctxd.log.2": out / "folder",
         ".daemon.json.1.tmp": out / "daemon.json",

@@ -17,6 +17,7 @@ from indexer.config import Config
 from indexer.ingest import Ingestor
 from indexer.ingest_lines import Batch
 from indexer.models import Entry, HookPayload
+from indexer.transactions import transaction
 from indexer.writer import open_writer
 
 TOO_BIG = 2**64  # no SQLite integer holds it: binding it fails inside the batch's statement
@@ -63,7 +64,7 @@ def test_an_unstorable_entry_is_handed_back_and_the_others_are_stored(
 ) -> None:
     refused: list[tuple[Entry, str]] = []
     entries = [_entry(1), _entry(2), bad, _entry(4), _entry(2, text="a duplicate"), _entry(5)]
-    with store.transaction(db):
+    with transaction(db):
         store.insert_entries(db, [_entry(5, text="stored before")])
         stored = store.insert_entries(
             db, entries, on_unstorable=lambda e, err: refused.append((e, type(err).__name__))
@@ -75,7 +76,7 @@ def test_an_unstorable_entry_is_handed_back_and_the_others_are_stored(
 
 
 def test_without_a_handler_an_unstorable_entry_fails_the_insert(db: sqlite3.Connection) -> None:
-    with pytest.raises(OverflowError), store.transaction(db):
+    with pytest.raises(OverflowError), transaction(db):
         store.insert_entries(db, [_entry(1), _entry(2, pid=TOO_BIG)])
     assert stored_texts(db) == []  # the caller's transaction undid the first row
 
@@ -85,7 +86,7 @@ def test_the_ingest_quarantines_only_the_unstorable_entry(tmp_path: Path) -> Non
     conn = store.connect(paths.index_db)
     try:
         ingestor = Ingestor(paths, Config(), conn)
-        with store.transaction(conn):
+        with transaction(conn):
             state = store.new_file(conn, SEALED, 1, 1, "new", 0)
             batch = Batch(state)
             payload = msgspec.json.decode(

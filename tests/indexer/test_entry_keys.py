@@ -14,6 +14,7 @@ from indexer import history, purge, query, readonly, recall, session_query, stor
 from indexer.attribution import AgentRegistry
 from indexer.entry_keys import TOOL_INDEX, replace_old_tool_index
 from indexer.models import Entry
+from indexer.transactions import transaction
 
 OLD_TOOL_INDEX = "CREATE UNIQUE INDEX entries_tool ON entries(tool_key) WHERE tool_key IS NOT NULL"
 
@@ -37,7 +38,7 @@ def _entry(ts: int, session_id: str = "s1", **kw: Any) -> Entry:
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     conn = store.connect(tmp_path / "index.db")
-    with store.transaction(conn):
+    with transaction(conn):
         store.insert_entries(
             conn,
             [
@@ -124,7 +125,7 @@ def test_every_index_of_entries_serves_a_read_or_a_unique_key(db: sqlite3.Connec
 
 
 def test_the_tool_key_is_unique_within_a_session_only(db: sqlite3.Connection) -> None:
-    with store.transaction(db):
+    with transaction(db):
         again = store.insert_entries(
             db,
             [
@@ -139,7 +140,7 @@ def test_the_tool_key_is_unique_within_a_session_only(db: sqlite3.Connection) ->
 def old_index(path: Path) -> None:
     """An index as an older ctxd wrote it: the tool key indexed alone."""
     conn = store.connect(path)
-    with store.transaction(conn):
+    with transaction(conn):
         store.insert_entries(conn, [_entry(t) for t in range(1, 6)])
         conn.execute("DROP INDEX entries_session_tool")
         conn.execute(OLD_TOOL_INDEX)
@@ -156,7 +157,7 @@ def test_an_index_from_an_older_ctxd_gets_the_session_led_key_on_open(tmp_path: 
             "entries_session_tool": True,
             "entries_event": True,
         }
-        with store.transaction(conn):
+        with transaction(conn):
             stored = store.insert_entries(conn, [_entry(100, tool_use_id="tu3"), _entry(101)])
         assert [se.entry.ts_ns for se in stored] == [101]  # tu3 was stored by the old ctxd
         assert store.count(conn, "entries") == 6

@@ -25,6 +25,7 @@ from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
 from indexer.ingest import Ingestor
 from indexer.paths import StatePaths
+from indexer.transactions import transaction
 from indexer.transcript_import import TranscriptImporter
 from indexer.writer import catch_up, open_writer, writer_lock
 
@@ -237,9 +238,7 @@ def test_a_symlink_in_the_spool_is_never_followed(
     assert (stats.lines, stats.entries) == (0, 0)
     assert _rows(paths, "SELECT count(*) FROM entries") == [(0,)]
     loop = f"[Errno {errno.ELOOP}] {os.strerror(errno.ELOOP)}: {str(link)!r}"
-    assert [r.getMessage() for r in caplog.records] == [
-        f"cannot open spool segment {link}: {loop}"
-    ]
+    assert [r.getMessage() for r in caplog.records] == [f"cannot open spool segment {link}: {loop}"]
 
 
 def test_a_segment_cut_shorter_is_reported_and_read_again_from_its_start(
@@ -267,11 +266,11 @@ def test_a_batch_built_outside_the_spool_is_stored_with_its_quarantined_lines(
     paths = _state(tmp_path)
     conn = store.connect(paths.index_db)
     try:
-        with store.transaction(conn):
+        with transaction(conn):
             state = store.new_file(conn, "import-1.jsonl", 1, 2, "new", 3)
         batch = ingest_lines.Batch(state)
         batch.quarantine(100, 7, "not a transcript record", b"{oops")
-        with store.transaction(conn):
+        with transaction(conn):
             Ingestor(paths, Config(), conn).store_batch(batch)
     finally:
         conn.close()
@@ -287,10 +286,22 @@ def test_events_an_imported_transcript_holds_already_count_as_duplicates(tmp_pat
     stamp = "2026-04-02T12:04:50.623Z"
     transcript = tmp_path / "t.jsonl"
     records = [
-        {**base, "type": "system", "subtype": "compact_boundary", "uuid": "cb0",
-         "timestamp": stamp, "compactMetadata": {"trigger": "manual", "preTokens": 150000}},
-        {**base, "type": "user", "uuid": "cs0", "isCompactSummary": True, "timestamp": stamp,
-         "message": {"role": "user", "content": "This session is being continued"}},
+        {
+            **base,
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "cb0",
+            "timestamp": stamp,
+            "compactMetadata": {"trigger": "manual", "preTokens": 150000},
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": "cs0",
+            "isCompactSummary": True,
+            "timestamp": stamp,
+            "message": {"role": "user", "content": "This session is being continued"},
+        },
     ]
     transcript.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     paths = _state(tmp_path)
@@ -309,8 +320,13 @@ def test_events_an_imported_transcript_holds_already_count_as_duplicates(tmp_pat
         ("UserPromptSubmit", boundary + 10**9, {"prompt": "next"}),
     ]
     lines = [
-        build_line(json.dumps({"session_id": session, "cwd": "/p", "hook_event_name": event,
-                               **extra}).encode(), ts, 7000 + n)
+        build_line(
+            json.dumps(
+                {"session_id": session, "cwd": "/p", "hook_event_name": event, **extra}
+            ).encode(),
+            ts,
+            7000 + n,
+        )
         for n, (event, ts, extra) in enumerate(hooks)
     ]
     (paths.spool / "20260402T12.jsonl").write_bytes(b"".join(lines))

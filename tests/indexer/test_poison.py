@@ -196,15 +196,15 @@ def test_claude_code_agent_id_naming_a_compat_view_is_remapped(state_dir: Path) 
 
 def test_every_name_the_state_dir_uses_is_reserved(tmp_path: Path) -> None:
     from indexer import view_rebuild, views
+    from indexer.daemon_channel import SOCKET_NAME
     from indexer.hook_losses import HOOK_FAILURES
     from indexer.paths import RESERVED_NAMES, is_valid_session_id
-    from summarizer.memory.compact import REQUEST_FILE
     from summarizer.resume.hook import LATEST_FILE
 
     paths = StatePaths(tmp_path)
     own = {p.name for p in (paths.spool, paths.index_db, paths.sessions, paths.context)}
     own |= {p.name for p in (paths.resume, paths.lock, paths.daemon_json, paths.log, paths.config)}
-    own |= {HOOK_FAILURES, REQUEST_FILE, LATEST_FILE, view_rebuild.SHADOW}
+    own |= {HOOK_FAILURES, SOCKET_NAME, LATEST_FILE, view_rebuild.SHADOW}
     own |= {views.AGENT_INSTRUCTIONS, views.ALL_AGENT_INSTRUCTIONS, "autostart.lock"}
     assert own <= RESERVED_NAMES
     assert not any(is_valid_session_id(name) or is_valid_session_id(name.upper()) for name in own)

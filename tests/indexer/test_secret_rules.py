@@ -4,6 +4,7 @@ ordinary code and prose that must stay as it is."""
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 from planted_secrets import PLANTED, base64_wrapped, fingerprint, json_escaped, url_encoded
@@ -11,17 +12,41 @@ from planted_secrets import PLANTED, base64_wrapped, fingerprint, json_escaped, 
 from indexer.decoded import decode_base64, unescape
 from indexer.redact import redact_detail, redact_text
 from indexer.secret_rules import KINDS, RULES
+from indexer.secret_scan import find_secrets, probe
+
+_IDS = [f"{p.kind}-{n % 3 + 1}" for n, p in enumerate(PLANTED)]
 
 
-def test_rule_table_has_at_least_60_kinds() -> None:
-    assert len(KINDS) >= 60
+def test_rule_table_has_at_least_100_kinds() -> None:
+    assert len(KINDS) >= 100
     assert all(rule.probes for rule in RULES)
 
 
-@pytest.mark.parametrize("planted", PLANTED, ids=[p.kind for p in PLANTED])
+def test_every_rule_finds_a_planted_sample() -> None:
+    """Each rule is exercised by the planted set on its own (not only through an earlier,
+    wider rule that redacts the same value first)."""
+    found = set()
+    for p in PLANTED:
+        found |= {kind for _s, _e, kind in find_secrets(p.context.format(s=p.secret))}
+    assert found == set(KINDS)
+
+
+@pytest.mark.parametrize("planted", PLANTED, ids=_IDS)
+def test_every_probe_fires_on_the_raw_json_of_its_samples(planted: object) -> None:
+    """The probe pass runs on a tool call's raw JSON too (before any decoding): a rule that
+    matches a text must have its probe fire on that text as a JSON string, escaped or not."""
+    _, secret, context, _ = planted  # type: ignore[misc]
+    text = context.format(s=secret)
+    kinds = {kind for _s, _e, kind in find_secrets(text)}
+    for raw in (json.dumps(text).encode(), json.dumps(text, ensure_ascii=False).encode()):
+        hits = {RULES[i].kind for i in probe(raw)[0] if i < len(RULES)}
+        assert kinds <= hits, (raw, kinds - hits)
+
+
+@pytest.mark.parametrize("planted", PLANTED, ids=_IDS)
 @pytest.mark.parametrize("form", ["plain", "json-escaped", "url-encoded", "base64"])
 def test_every_kind_in_every_form(planted: object, form: str) -> None:
-    _, secret, context = planted  # type: ignore[misc]
+    _, secret, context, _ = planted  # type: ignore[misc]
     text = context.format(s=secret)
     shown = {
         "plain": text,

@@ -32,8 +32,8 @@ from indexer.store import (
     retire_file,
     save_file,
     set_meta,
-    transaction,
 )
+from indexer.transactions import transaction
 
 
 def _entry(ts: int, pid: int = 1, **kw: object) -> Entry:

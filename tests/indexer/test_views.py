@@ -22,6 +22,7 @@ from indexer import fileio, store, view_writer, views
 from indexer.config import Config
 from indexer.hook import build_line
 from indexer.paths import StatePaths
+from indexer.transactions import transaction
 from indexer.writer import catch_up, open_writer, writer_lock
 
 SEALED = "20200101T00.jsonl"
@@ -318,7 +319,7 @@ def test_view_truncated_mid_line_with_uncommitted_bookkeeping_is_repaired(tmp_pa
         f.truncate(len(expected[qa].splitlines(keepends=True)[0]) + 5)  # first line + a torn one
     conn = store.connect(paths.index_db)
     try:
-        with store.transaction(conn):
+        with transaction(conn):
             store.set_meta(conn, "views_upto", "2")
     finally:
         conn.close()
@@ -338,7 +339,7 @@ def test_a_corrupt_last_view_line_is_passed_over_when_catching_up(tmp_path: Path
         f.write(b'{"event":"tool_use","se\n')
     conn = store.connect(paths.index_db)
     try:
-        with store.transaction(conn):
+        with transaction(conn):
             store.set_meta(conn, "views_upto", "2")
     finally:
         conn.close()

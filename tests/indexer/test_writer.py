@@ -1,4 +1,5 @@
-"""indexer/writer.py: the exclusive writer lock, catch-up with and without a lock holder."""
+"""indexer/writer.py: the exclusive writer lock, catch-up with and without a lock holder, and
+with a daemon (what answers on the state dir's socket, not merely what holds the lock)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,18 @@ from pathlib import Path
 import pytest
 from helpers import hook_env, payload, run_hook
 
+from indexer import daemon_channel
 from indexer.errors import IndexBusyError
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, is_locked, lag, open_writer, writer_lock
+from indexer.writer import (
+    catch_up,
+    daemon_running,
+    daemon_writer_lock,
+    is_locked,
+    lag,
+    open_writer,
+    writer_lock,
+)
 
 SID = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"  # the session of helpers.payload()
 
@@ -112,17 +122,53 @@ def test_lag_counts_what_is_not_indexed_yet(paths: StatePaths) -> None:
     assert behind_bytes > 0
 
 
-def test_with_a_lock_holder_catch_up_waits_for_it_instead(
+def test_a_lock_holder_that_is_no_daemon_is_waited_for_within_the_time_given(
     paths: StatePaths, holder: subprocess.Popen[str]
 ) -> None:
+    assert not daemon_running(paths)  # the lock alone is no daemon
     empty = catch_up(paths, wait_s=0.0)
-    assert (empty.by_daemon, empty.caught_up) == (True, True)  # nothing to wait for
+    assert (empty.by_daemon, empty.caught_up) == (False, True)  # nothing to wait for
     _hook(paths, hook_event_name="Stop", last_assistant_message="waiting")
     behind = catch_up(paths, wait_s=0.0)
-    assert behind.by_daemon is True
+    assert behind.by_daemon is False
     assert behind.caught_up is False  # the holder never indexes: the caller is told so
     assert behind.stats.lines == 0
     assert not paths.index_db.exists()
+
+
+def test_once_a_holder_that_is_no_daemon_lets_go_catch_up_indexes_itself(
+    paths: StatePaths, holder: subprocess.Popen[str]
+) -> None:
+    _hook(paths, hook_event_name="Stop", last_assistant_message="waiting")
+    assert holder.stdin is not None
+    holder.stdin.close()  # the builder is done: it lets go of the lock
+    result = catch_up(paths, wait_s=60.0)
+    assert (result.by_daemon, result.caught_up, result.stats.entries) == (False, True, 1)
+
+
+def test_with_a_daemon_listening_catch_up_waits_for_it(
+    paths: StatePaths, holder: subprocess.Popen[str]
+) -> None:
+    listener = daemon_channel.listen(paths.root)  # the holder, now with a daemon's socket
+    try:
+        assert daemon_running(paths)
+        _hook(paths, hook_event_name="Stop", last_assistant_message="waiting")
+        behind = catch_up(paths, wait_s=0.0)
+        assert (behind.by_daemon, behind.caught_up, behind.stats.lines) == (True, False, 0)
+        refused = pytest.raises(IndexBusyError, match="another ctxd daemon is running for ")
+        with refused, daemon_writer_lock(paths, wait_s=60.0):  # a second daemon: at once
+            pass
+    finally:
+        daemon_channel.close_listener(paths.root, listener)
+    assert not daemon_running(paths) and not (paths.root / daemon_channel.SOCKET_NAME).exists()
+
+
+def test_a_daemon_waits_for_a_holder_that_is_no_daemon_and_says_so_past_its_wait(
+    paths: StatePaths, holder: subprocess.Popen[str]
+) -> None:
+    refused = pytest.raises(IndexBusyError, match=r"another ctxd process \(not a daemon\)")
+    with refused, daemon_writer_lock(paths, wait_s=0.0):
+        pass
 
 
 def test_index_replaced_reports_a_deleted_or_replaced_file(paths: StatePaths) -> None:
@@ -148,7 +194,7 @@ def test_with_a_lock_holder_an_index_level_with_the_spool_is_caught_up(
     indexed: None, paths: StatePaths, holder: subprocess.Popen[str]
 ) -> None:
     result = catch_up(paths, wait_s=0.0)
-    assert (result.by_daemon, result.caught_up) == (True, True)
+    assert (result.by_daemon, result.caught_up) == (False, True)
 
 
 def test_with_a_lock_holder_an_index_behind_the_spool_is_not_caught_up(
@@ -156,4 +202,4 @@ def test_with_a_lock_holder_an_index_behind_the_spool_is_not_caught_up(
 ) -> None:
     _hook(paths, hook_event_name="Stop", last_assistant_message="second")
     result = catch_up(paths, wait_s=0.0)
-    assert (result.by_daemon, result.caught_up) == (True, False)
+    assert (result.by_daemon, result.caught_up) == (False, False)

@@ -13,8 +13,9 @@ from helpers import poll, run_cli
 from resume_story import Daemons, encode, make_project, project_env, session_start
 from subreaper import HookRun, run_hook_as_subreaper
 
+from indexer import daemon_channel
 from indexer.paths import StatePaths
-from indexer.writer import is_locked
+from indexer.writer import is_locked, writer_lock
 
 
 @pytest.fixture
@@ -67,14 +68,31 @@ def test_start_stop(tmp_path: Path, daemons: Daemons) -> None:
     assert "no daemon" in run_cli("stop", state_dir=state).stdout
 
 
-def test_stop_refuses_a_foreign_pid(tmp_path: Path, daemons: Daemons) -> None:
+def test_stop_signals_the_daemon_that_answers_never_a_pid_written_in_daemon_json(
+    tmp_path: Path, daemons: Daemons
+) -> None:
     state = tmp_path / ".ctxd"
-    daemons.start(state)
+    proc = daemons.start(state)
+    poll(lambda: daemon_channel.is_listening(state))
     real = json.loads((state / "daemon.json").read_bytes())
     (state / "daemon.json").write_text(json.dumps({**real, "pid": os.getpid()}))
-    done = run_cli("stop", state_dir=state)
-    assert done.returncode == 1 and "not a ctxd daemon" in done.stderr
-    assert is_locked(StatePaths(state))
+    done = run_cli("stop", state_dir=state)  # this test's own pid is not signalled
+    assert done.returncode == 0 and f"daemon stopped (pid {proc.pid})" in done.stdout
+    assert proc.wait(timeout=30) == 0
+
+
+def test_a_lock_holder_that_is_no_daemon_is_not_stopped(tmp_path: Path) -> None:
+    # The builder started on PreCompact holds the lock for a while; a daemon.json left by a
+    # daemon killed with -9 names a pid that is now another process (this test's).
+    state = tmp_path / ".ctxd"
+    paths = StatePaths(state)
+    (paths.daemon_json.parent).mkdir(mode=0o700)
+    paths.daemon_json.write_text(json.dumps({"pid": os.getpid()}))
+    with writer_lock(paths):
+        done = run_cli("stop", state_dir=state)
+        status = run_cli("status", state_dir=state)
+    assert done.returncode == 0 and "no daemon is running" in done.stdout, done.stderr
+    assert "daemon:      not running" in status.stdout
 
 
 def test_ten_concurrent_session_starts_autostart_exactly_one_daemon(

@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+from indexer import daemon_channel
 from indexer.paths import StatePaths
 from indexer.writer import catch_up, open_writer, writer_lock
 from tests.helpers import REPO, clean_env, payload, poll
@@ -83,6 +84,7 @@ def test_a_catch_up_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     # Hold the index as a daemon would, so the command waits on a backlog that does not move
     # until the bar is on screen; then index it here, as the daemon would.
     with writer_lock(paths):
+        listener = daemon_channel.listen(paths.root)  # what tells a daemon from other holders
         term = Terminal("ingest", env=env, cwd=tmp_path)
         poll(lambda: b"ctxd ingest: catching up the index" in term.screen, timeout=60)
         # Still holding the lock (as the daemon would): index everything.
@@ -93,7 +95,8 @@ def test_a_catch_up_shows_progress_on_a_terminal(tmp_path: Path) -> None:
                 pass
         finally:
             writer.close()
-    code, screen = term.wait()
+        code, screen = term.wait()
+        daemon_channel.close_listener(paths.root, listener)
     assert code == 0, screen
     assert b"the daemon holds the index; it is caught up" in screen, screen
 

@@ -12,6 +12,7 @@ from helpers import poll
 from memory_helpers import jobs_beside_a_writer, prompt, spool
 
 from indexer import purge, store
+from indexer.transactions import transaction
 from summarizer.daemon import jobs
 from summarizer.memory import store as memory_store
 
@@ -137,7 +138,7 @@ def test_entries_deleted_while_a_compaction_extracts_them_are_not_folded(
         daemon, started, reader = _beside_a_writer(tmp_path, stack, held)
 
         def delete_all(conn: Any) -> None:  # what retention does to entries past the cutoff
-            with store.transaction(conn):
+            with transaction(conn):
                 purge.delete_entries_before(conn, 2**62)
 
         poll(_in_a_thread(daemon, delete_all).is_set)

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from helpers import REPO, avoid_hour_boundary, clean_env, hook_env, payload, poll, run_cli, run_hook
 
+from indexer import daemon_channel
 from indexer.config import Config, DaemonConfig
 from indexer.hook import append_line, build_line, segment_name
 from indexer.paths import StatePaths
@@ -169,6 +170,20 @@ def test_heartbeat_and_status_while_running(daemon: Running) -> None:
     assert f"daemon:      running (pid {daemon.proc.pid}, up " in result.stdout
     as_json = run_cli("status", "--json", "--state-dir", str(daemon.paths.root))
     assert json.loads(as_json.stdout)["daemon"]["pid"] == daemon.proc.pid
+
+
+def test_a_removed_socket_is_listened_on_again_at_the_next_heartbeat(daemon: Running) -> None:
+    root = daemon.paths.root
+    poll(lambda: daemon_channel.is_listening(root), timeout=30)
+    (root / daemon_channel.SOCKET_NAME).unlink()  # a cleanup script, say
+    assert not daemon_channel.is_listening(root)
+    poll(lambda: daemon_channel.is_listening(root), timeout=30)
+    done = run_hook(payload(tool_name="Bash", tool_use_id="toolu_relisten"), hook_env(root))
+    assert done.returncode == 0
+    compacted = run_cli("compact", "--state-dir", str(root))  # asked of the daemon again
+    assert compacted.returncode == 0, compacted.stderr
+    assert compacted.stdout.startswith("the daemon compacted"), compacted.stdout
+    assert "was removed or replaced; listening on a new one" in daemon.paths.log.read_text()
 
 
 def test_stale_temp_files_are_swept_at_start(tmp_path: Path) -> None:

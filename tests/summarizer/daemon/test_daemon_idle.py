@@ -134,3 +134,67 @@ def test_interval_compactions_skip_when_nothing_is_new_and_an_idle_daemon_drops_
         finally:
             jobs.stop()
             daemon.writer.close()
+
+
+def _blocked(pid: int) -> int:
+    """Times the daemon's threads have blocked so far (voluntary context switches): each wake-up
+    from a timer, a notification or a request is one more."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue  # a thread that ended meanwhile
+    return total
+
+
+WAKES_PER_HEARTBEAT = 20  # generous: one wake-up writes daemon.json (fsyncs block too)
+
+
+def test_an_idle_daemon_wakes_about_once_per_heartbeat_not_ten_times_a_second(
+    tmp_path: Path,
+) -> None:
+    # Nothing polls at rest: the loop sleeps until a notification, a request on its socket or
+    # the rescan, which backs off to the heartbeat's interval and shares its wake-up; the other
+    # threads block until something happens. It once polled for a request file ten times a
+    # second and woke watchdog's threads with its own rescans.
+    state = tmp_path / "state"
+    paths = StatePaths(state)
+    paths.ensure()  # the shipped config: heartbeat and idle rescan every 5 s
+    done = run_hook(payload(tool_name="Bash", tool_use_id="toolu_rest1"), hook_env(state))
+    assert done.returncode == 0
+    with (tmp_path / "daemon.stderr").open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "summarizer.cli.app", "run", "--state-dir", str(state)],
+            env=clean_env(PYTHONPATH=str(REPO)),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        poll(lambda: _indexed(state, "toolu_rest1"), timeout=30)
+        poll((paths.context / "running-summary.json").exists, timeout=60)
+
+        def at_rest() -> dict[str, Any] | None:
+            # The rescan has backed off (1 + 2 + 4 + 5 s after the last lines).
+            beat = _heartbeat(paths, proc)
+            if beat and beat["last_lines_at"] and beat["heartbeat"] - beat["last_lines_at"] > 13:
+                return beat
+            return None
+
+        first = poll(at_rest, timeout=120, interval=0.01)
+        blocked_first = _blocked(proc.pid)
+
+        def beats_later(n: int) -> dict[str, Any] | None:
+            beat = _heartbeat(paths, proc)
+            return beat if beat and beat["heartbeat"] > first["heartbeat"] + 5 * n - 2 else None
+
+        last = poll(lambda: beats_later(2), timeout=60, interval=0.01)
+        blocked = _blocked(proc.pid) - blocked_first
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert last["passes"] == first["passes"]  # nothing to index: stat calls only
+    assert blocked <= 2 * WAKES_PER_HEARTBEAT, (blocked, first, last)

@@ -17,12 +17,13 @@ import pytest
 from helpers import REPO, hook_env, poll, run_cli, run_hook
 from memory_helpers import base, emit_payload, prompt, spool
 
-from indexer import store
+from indexer import daemon_channel, store
 from indexer.config import Config, SummarizerConfig
 from indexer.ingest import IngestStats
 from indexer.paths import StatePaths
 from indexer.writer import open_writer, writer_lock
 from summarizer.daemon import jobs
+from summarizer.daemon.channel import RequestServer
 from summarizer.daemon.service import Daemon
 from summarizer.memory import compact as compact_module
 
@@ -30,7 +31,8 @@ AGENT_A, AGENT_B = "a1b2c3d4e5f60718", "a9f8e7d6c5b40312"
 
 
 class Harness:
-    """A Daemon holding the writer lock whose ingest loop the test drives by hand."""
+    """A Daemon holding the writer lock and serving requests on its socket, whose ingest
+    loop the test drives by hand."""
 
     def __init__(self, root: Path, stack: ExitStack, **summarizer: Any) -> None:
         self.paths = StatePaths(root)
@@ -43,9 +45,13 @@ class Harness:
         stack.callback(self.close)
         self.jobs: jobs.CompactionJobs | None = None
         self.conn = store.connect(self.paths.index_db, readonly=True)
+        self.listener = daemon_channel.listen(self.paths.root)
+        self.server: RequestServer | None = None
 
     def start(self) -> jobs.CompactionJobs:
         self.jobs = jobs.start_jobs(self.daemon)
+        self.server = RequestServer(self.listener, self.daemon.request_handlers, {"pid": 1})
+        self.server.start()
         return self.jobs
 
     def ingest(self, payloads: list[dict[str, Any]]) -> IngestStats:
@@ -62,6 +68,9 @@ class Harness:
 
     def close(self) -> None:
         self.daemon.stopping.set()
+        if self.server is not None:
+            self.server.stop()
+        daemon_channel.close_listener(self.paths.root, self.listener)
         for callback in self.daemon.stop_callbacks:
             callback()
         assert self.daemon.writer is not None
@@ -148,7 +157,7 @@ def test_a_failing_run_is_logged_and_the_next_request_runs(
     poll(lambda: j.runs == 1 and harness.trigger() == "retry")
 
 
-def test_client_request_file_is_served_by_the_daemon(harness: Harness) -> None:
+def test_a_client_request_over_the_socket_is_served_by_the_daemon(harness: Harness) -> None:
     j = harness.start()
     poll(lambda: j.runs == 1)
     harness.ingest([emit_payload({"kind": "decision", "decision": "Use WAL"})])
@@ -158,20 +167,59 @@ def test_client_request_file_is_served_by_the_daemon(harness: Harness) -> None:
     assert result.by_daemon and result.new_decisions == 1
     assert result.watermark == store.max_entry_id(harness.conn)
     assert harness.trigger() == "request"
-    assert not (harness.paths.root / compact_module.REQUEST_FILE).exists()
+    # Already published: answered without a run.
+    again = compact_module.compact_now(harness.paths, harness.daemon.config, trigger="manual")
+    assert (again.by_daemon, again.watermark, again.new_decisions) == (True, result.watermark, 0)
+    assert j.runs == 2
 
 
-def test_request_times_out_with_a_clear_message(tmp_path: Path) -> None:
+def test_a_request_left_at_shutdown_is_told_to_compact_by_itself(harness: Harness) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(*_: Any) -> None:
+        entered.set()
+        release.wait(10)
+
+    jobs.AFTER_COMPACTION.append(slow)
+    try:
+        j = harness.start()
+        assert entered.wait(10)  # the startup run is inside its hooks
+        harness.ingest([prompt("Never use tabs.")])  # after the startup run read the index
+        sock = daemon_channel.connect(harness.paths.root, 5)
+        assert sock is not None
+        daemon_channel.send(sock, {"op": "compact", "target": store.max_entry_id(harness.conn)})
+        poll(lambda: len(j.waiters))  # the request waits for a run after the startup run
+        harness.daemon.stopping.set()  # the daemon stops: that run never comes
+        stopped = threading.Thread(target=j.stop)
+        stopped.start()
+        jobs.AFTER_COMPACTION.remove(slow)
+        release.set()
+        reply = daemon_channel.receive(sock, 10)
+        sock.close()
+        stopped.join(10)
+    finally:
+        if slow in jobs.AFTER_COMPACTION:
+            jobs.AFTER_COMPACTION.remove(slow)
+        release.set()
+    assert reply is not None and reply["ok"] is False and reply["retry"] is True
+    assert j.runs == 1
+
+
+def test_a_daemon_that_never_answers_times_out_with_a_clear_message(tmp_path: Path) -> None:
     paths = StatePaths(tmp_path / "state")
     spool(paths.root, [prompt("hello")])
-    with writer_lock(paths):  # a "daemon" that never compacts
+    with writer_lock(paths):  # a "daemon" that indexes, listens, and never compacts
         writer = open_writer(paths)
         writer.pass_once()
         writer.conn.close()
-        with pytest.raises(
-            compact_module.CompactionTimeout, match="did not publish a compaction within"
-        ):
-            compact_module.compact_now(paths, Config(), trigger="manual", wait_s=0.3)
+        listener = daemon_channel.listen(paths.root)
+        try:
+            with pytest.raises(
+                compact_module.CompactionTimeout, match="did not publish a compaction within"
+            ):
+                compact_module.compact_now(paths, Config(), trigger="manual", wait_s=0.3)
+        finally:
+            daemon_channel.close_listener(paths.root, listener)
 
 
 # --- end to end: `ctxd run` as a real process -------------------------------------------------------

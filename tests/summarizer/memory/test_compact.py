@@ -1,4 +1,4 @@
-"""summarizer/memory/compact.py: compaction in process, the request to a lock holder, hooks."""
+"""summarizer/memory/compact.py: compaction in process, the request to a daemon, hooks."""
 
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 from memory_helpers import emit_payload, spool
 
-from indexer import store
+from indexer import daemon_channel, store
 from indexer.config import Config
 from indexer.models import Entry
 from indexer.paths import StatePaths
 from summarizer.memory import hooks
 from summarizer.memory.compact import (
-    REQUEST_FILE,
     CompactionTimeout,
     compact_now,
     published_watermark,
@@ -34,6 +33,17 @@ fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True)
 sys.stdin.read()
 """
+
+
+@pytest.fixture
+def silent_daemon(paths: StatePaths) -> Iterator[None]:
+    """A daemon's socket that accepts connections (the kernel queues them) but never answers:
+    a daemon that is busy or stuck."""
+    listener = daemon_channel.listen(paths.root)
+    try:
+        yield
+    finally:
+        daemon_channel.close_listener(paths.root, listener)
 
 
 @pytest.fixture
@@ -108,22 +118,47 @@ def test_published_watermark_defaults_to_zero(tmp_path: Path) -> None:
 
 def test_a_request_without_an_index_has_nothing_to_wait_for(paths: StatePaths) -> None:
     result = request_compaction(paths, timeout_s=0.0)
-    assert (result.by_daemon, result.watermark) == (True, 0)
-    assert not (paths.root / REQUEST_FILE).exists()
+    assert result is not None and (result.by_daemon, result.watermark) == (True, 0)
 
 
-def test_a_request_when_already_published_writes_no_request(paths: StatePaths) -> None:
+def test_a_request_when_already_published_asks_no_daemon(paths: StatePaths) -> None:
     _decide(paths)
     compact_now(paths, Config(), trigger="manual")
-    result = request_compaction(paths, timeout_s=0.0)
-    assert (result.by_daemon, result.watermark) == (True, 2)
-    assert not (paths.root / REQUEST_FILE).exists()
+    result = request_compaction(paths, timeout_s=0.0)  # no daemon runs: nothing was asked
+    assert result is not None and (result.by_daemon, result.watermark) == (True, 2)
 
 
-def test_a_lock_holder_that_does_not_publish_times_out_with_the_request_left(
+def test_a_request_with_no_daemon_listening_is_none(paths: StatePaths) -> None:
+    _one_entry(paths)
+    assert request_compaction(paths, timeout_s=0.0) is None
+
+
+def test_a_daemon_that_does_not_publish_times_out_with_a_clear_message(
+    paths: StatePaths, silent_daemon: None
+) -> None:
+    _one_entry(paths)  # indexed (as a daemon would index it) and never compacted
+    with pytest.raises(CompactionTimeout, match=r"index at entry 1, context files at 0"):
+        request_compaction(paths, timeout_s=0.0)
+
+
+def test_compact_now_times_out_when_the_daemon_does_not_index(
+    paths: StatePaths, silent_daemon: None
+) -> None:
+    _decide(paths)
+    with pytest.raises(CompactionTimeout, match="did not index the spool"):
+        compact_now(paths, Config(), trigger="manual", wait_s=0.0)
+
+
+def test_a_lock_holder_that_is_no_daemon_and_never_lets_go_times_out(
     paths: StatePaths, holder: None
 ) -> None:
-    # One entry indexed (as a daemon would index it) and never compacted by the holder.
+    _decide(paths)
+    with pytest.raises(CompactionTimeout, match="kept the index locked"):
+        compact_now(paths, Config(), trigger="manual", wait_s=0.0)
+    assert not (paths.root / "compact.request").exists()  # no daemon was asked
+
+
+def _one_entry(paths: StatePaths) -> None:
     conn = store.connect(paths.index_db)
     try:
         entry = Entry(file_id=1, offset=0, line_no=1, ts_ns=1, pid=1, session_id="s",
@@ -131,17 +166,6 @@ def test_a_lock_holder_that_does_not_publish_times_out_with_the_request_left(
         store.insert_entries(conn, [entry])
     finally:
         conn.close()
-    with pytest.raises(CompactionTimeout, match=r"index at entry 1, context files at 0"):
-        request_compaction(paths, timeout_s=0.0)
-    assert (paths.root / REQUEST_FILE).read_text() == "1"
-
-
-def test_compact_now_times_out_when_the_holder_does_not_index(
-    paths: StatePaths, holder: None
-) -> None:
-    _decide(paths)
-    with pytest.raises(CompactionTimeout, match="did not index the spool"):
-        compact_now(paths, Config(), trigger="manual", wait_s=0.0)
 
 
 def test_a_failing_hook_does_not_stop_the_others(

@@ -11,6 +11,7 @@ import pytest
 
 from indexer import store
 from indexer.config import SummarizerConfig
+from indexer.transactions import transaction
 from summarizer.memory.merge import MemoryFold
 from summarizer.memory.observations import (
     ConstraintObs,
@@ -53,7 +54,7 @@ def failure(entry_id: int, prevention: str = "", resolved: bool = False) -> Fail
 
 
 def _flush(fold: MemoryFold, watermark: int) -> None:
-    with store.transaction(fold.conn):
+    with transaction(fold.conn):
         fold.flush(watermark)
 
 

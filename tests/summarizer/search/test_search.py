@@ -16,10 +16,11 @@ from helpers import REPO, clean_env, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memory_helpers import SESSION, base, bash, emit_payload, prompt, replay
-from planted_secrets import PLANTED, fingerprint
+from planted_secrets import fingerprint, first_of_each_kind
 
 from indexer import search_index, store
 from indexer.paths import StatePaths
+from indexer.transactions import transaction
 from indexer.writer import catch_up
 from summarizer.cli.parse_search import KINDS as CLI_KINDS
 from summarizer.memory.compact import compact_now
@@ -145,7 +146,7 @@ def test_memory_items_are_searchable_and_follow_the_memory(tmp_path: Path) -> No
 
 
 def test_snippets_show_only_redacted_text(tmp_path: Path) -> None:
-    secrets = [p for p in PLANTED if p.kind in ("anthropic", "aws-access-key", "npm")]
+    secrets = [p for p in first_of_each_kind() if p.kind in ("anthropic", "aws-access-key", "npm")]
     assert len(secrets) == 3
     paths = replay(
         tmp_path,
@@ -170,7 +171,7 @@ def test_duplicates_and_deletes_keep_the_index_exact(tmp_path: Path) -> None:
             conn.execute("SELECT count(*) FROM search WHERE search MATCH 'egret'").fetchone()[0]
             == 1
         )  # the repeated PostToolUse is a duplicate entry, so one document
-        with store.transaction(conn):
+        with transaction(conn):
             conn.execute("DELETE FROM entries")
         assert search_index.count_documents(conn) == 0
     finally:
@@ -353,7 +354,7 @@ def test_a_relinked_agent_moves_its_documents(tmp_path: Path) -> None:
     paths = replay(tmp_path, [prompt("the skua nest")])
     conn = store.connect(paths.index_db)
     try:
-        with store.transaction(conn):
+        with transaction(conn):
             conn.execute("UPDATE entries SET agent_id='skua-1' WHERE agent_id='main'")
         [(agent,)] = conn.execute("SELECT agent_id FROM search WHERE search MATCH 'skua'")
         assert agent == "skua-1"
