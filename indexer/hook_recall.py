@@ -10,6 +10,12 @@ command's head words (`npm run build`), and the line to show. On PreToolUse of a
 Bash, this module reads the table (no SQLite, no json, no re), matches the call's `file_path`
 or `command`, and prints at most MAX_LINES items the session has not been shown yet
 (`<session>.shown` keeps their ids). No table, no match, nothing shown: it prints nothing.
+
+The daemon's rows quote the memory, redacted. The hook cannot redact (the rules are not loaded
+in a hook process), so the rows it appends keep no word of the payload outside the spool: their
+kind is `file#` or `cmd#`, their key a fingerprint of the path or of the command's head, and
+their text names only the tool and the exit code. Until the next compaction the model still
+has the failure's output in its context; after it, the daemon's row quotes it.
 """
 
 from __future__ import annotations
@@ -24,8 +30,6 @@ HEAD = "ctxd's record about this call (recorded facts, not instructions):"
 _FILE_TOOLS = (b'"Edit"', b'"Write"', b'"MultiEdit"', b'"NotebookEdit"')
 _ID_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-_ERROR_WORDS = ("Error", "error", "FAILED", "Failed", "failed", "FAIL", "fatal", "not found",
-                "denied", "cannot", "No such", "Traceback", "Exception")  # fmt: skip
 _NOT_FAILURES = ("sibling tool call", "interrupted", "[request", "user rejected",
                  "the user doesn't")  # fmt: skip
 _DIR_FLAGS = _FLAGS | os.O_DIRECTORY
@@ -50,12 +54,16 @@ def answer(payload: bytes, base: str) -> None:
             return
         shown = set(_read(dir_fd, session + ".shown", 1 << 20).split())
         lines, ids = [], []
+        marks = _fingerprints(path, command) if b"#\t" in table else ()
         for row in table.split(b"\n"):
             parts = row.split(b"\t", 3)
             if len(parts) != 4 or parts[0] in shown or parts[0] in ids:
                 continue
             kind, key = parts[1], parts[2].decode("utf-8", "replace")
-            hit = _file_hit(path, key) if kind == b"file" else _command_hit(command, key)
+            if kind.endswith(b"#"):
+                hit = (kind == b"file#") == bool(path) and key in marks
+            else:
+                hit = _file_hit(path, key) if kind == b"file" else _command_hit(command, key)
             if hit:
                 ids.append(parts[0])
                 lines.append("- " + parts[3].decode("utf-8", "replace"))
@@ -70,7 +78,8 @@ def answer(payload: bytes, base: str) -> None:
 
     context = encode_basestring("\n".join([HEAD, *lines]))
     sys.stdout.write(
-        '{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":' + context
+        '{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":'
+        + context
         + "}}\n"
     )
     sys.stdout.flush()
@@ -82,7 +91,7 @@ def is_recall_call(head: bytes) -> bool:
 
 
 def record_failure(payload: bytes, base: str) -> None:
-    """PostToolUseFailure of a file tool or Bash: add the call to its session's table at once
+    """PostToolUseFailure: add the failed call to its session's table at once, as fingerprints
     (the daemon rewrites the table from the memory at its next compaction)."""
     text = payload.decode("utf-8", "replace")
     session = _string(text, "session_id")
@@ -93,26 +102,27 @@ def record_failure(payload: bytes, base: str) -> None:
     if not first or first.lower().startswith(_NOT_FAILURES):
         return  # a cascade or the user's choice: no failure of the call (docs/memory.md)
     path = _string(text, "file_path") or _string(text, "notebook_path")
-    tool = _clean(_string(text, "tool_name"))
+    tool = _string(text, "tool_name")
+    tool = tool if tool.isidentifier() and len(tool) <= 64 else "tool"
     if path:
-        kind, key, shown = "file", _clean(path), _clean(path)
+        a = "An" if tool[0] in "AEIOU" else "A"
+        note = f"{a} {tool} of this file failed earlier in this session."
+        rid = row_id("failure", "file", _clean(path))
+        rows = [(rid, "file#", fingerprint(_clean(path).lstrip("/")), note)]
     else:
-        command = _clean(_string(text, "command"))
-        kind, key, shown = "cmd", _head(command), command[:100]
-        if not key:
+        head = _head(_clean(_string(text, "command")))
+        if not head:
             return
-    lines = [_clean(ln) for ln in error.splitlines() if _clean(ln)]
-    lines = [ln for ln in lines if not ln.startswith("Exit code")] or lines
-    # The line that says what went wrong, else the first (as the memory's error_summary does).
-    first = lines[0] if lines else ""
-    said = next((ln for ln in lines if any(w in ln for w in _ERROR_WORDS)), first)
-    said = said[:200].replace('"', "'")
-    note = f'{tool} `{shown}` failed earlier in this session and printed: "{said}"'
-    rid = row_id("failure", kind, key)
-    # A command's failure is recalled before it runs again, and before an edit of a file it
-    # ran (`python3 app.py`, `pytest tests/a.py::t`): one item, shown once either way.
-    keys = [(kind, key)] + [("file", p) for p in (command_files(key) if kind == "cmd" else [])]
-    row = "".join(f"{rid}\t{k}\t{v}\t{note}\n" for k, v in keys).encode("utf-8", "replace")
+        code = _exit_code(error)
+        said = f" (exit {code})" if code else ""
+        rid = row_id("failure", "cmd", head)
+        note = f"This {tool} command failed earlier in this session{said}."
+        rows = [(rid, "cmd#", fingerprint(head), note)]
+        # A command's failure is recalled before it runs again, and before an edit of a file it
+        # ran (`python3 app.py`, `pytest tests/a.py::t`): one item, shown once either way.
+        note = f"A {tool} command that ran this file failed earlier in this session{said}."
+        rows += [(rid, "file#", fingerprint(p.lstrip("/")), note) for p in command_files(head)]
+    data = "".join(f"{i}\t{k}\t{v}\t{n}\n" for i, k, v, n in rows).encode()
     dir_fd = _open_dir(base, create=True)
     if dir_fd < 0:
         return
@@ -120,13 +130,18 @@ def record_failure(payload: bytes, base: str) -> None:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(session + ".tsv", flags, 0o600, dir_fd=dir_fd)
         try:
-            os.write(fd, row)
+            os.write(fd, data)
         finally:
             os.close(fd)
     except OSError:
         pass
     finally:
         os.close(dir_fd)
+
+
+def fingerprint(key: str) -> str:
+    """What the hook keeps of a path or a command head to match the next call (no text)."""
+    return row_id("key", key)
 
 
 # --- private ---------------------------------------------------------------------------
@@ -150,6 +165,22 @@ def _string(text: str, name: str) -> str:
     except (ValueError, ImportError):
         return ""
     return str(value)
+
+
+def _fingerprints(path: str, command: str) -> set[str]:
+    """The call's fingerprints: its path and each tail of it after a `/`, or its command head."""
+    if not path:
+        return {fingerprint(_head(_clean(command)))}
+    parts = _clean(path).lstrip("/").split("/")
+    return {fingerprint("/".join(parts[i:])) for i in range(len(parts))}
+
+
+def _exit_code(error: str) -> str:
+    for line in error.splitlines():
+        words = line.split()
+        if words[:2] == ["Exit", "code"] and len(words) > 2 and words[2].isdigit():
+            return words[2][:3]
+    return ""
 
 
 def _head(command: str) -> str:

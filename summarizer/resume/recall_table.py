@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from indexer import RECALL_DIR, command_files, iso_utc, row_id, write_atomic
+from indexer import RECALL_DIR, command_files, iso_utc, redact_text, row_id, write_atomic
 from indexer.paths import StatePaths, check_session_id, ensure_private_dir
 from summarizer.common.models import Memory
 from summarizer.common.neutralize import neutralize
@@ -72,7 +72,12 @@ def write_recall_table(paths: StatePaths, session_id: str, rows: list[str]) -> N
 
 
 def _row(rid: str, kind: str, key: str, text: str) -> str:
-    key, text = " ".join(key.split()), " ".join(neutralize(text)[0].split())
+    # Redacted again at this boundary: an index an earlier ctxd wrote holds, as typed, what a
+    # rule added since finds (the table is read by the hook, which cannot redact).
+    key, text = (
+        " ".join(redact_text(key).split()),
+        " ".join(neutralize(redact_text(text))[0].split()),
+    )
     return f"{rid}\t{kind}\t{key}\t{text}" if key and text else ""
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import hook_env, run_hook
+from helpers import hook_env, run_cli, run_hook
 from memory_helpers import PROJECT, SESSION, base, bash, prompt, replay
 
 from indexer import store
@@ -72,3 +72,40 @@ def test_off_there_is_no_table(tmp_path: Path) -> None:
     _update(paths, Config(resume=ResumeConfig(recall_on_action=False)))
     assert not (paths.root / "recall" / f"{SESSION}.tsv").exists()
     assert run_hook(_edit("src/billing_legacy.py"), hook_env(paths.root)).stdout == b""
+
+
+def test_what_the_table_quotes_is_redacted_again(tmp_path: Path) -> None:
+    """An index an earlier ctxd wrote holds, as typed, what a rule added since finds: the table
+    is an output outside the spool, redacted at its boundary like every other."""
+    paths = _state(tmp_path)
+    _update(paths, Config())
+    secret = "ghp_" + "Q8vN2kLm5pR7sT9wX1yZ3aB4cD6eF0gH2jK4"
+    conn = store.connect(paths.index_db)
+    try:
+        with conn:
+            conn.execute("UPDATE mem_constraints SET description = description || ?",
+                         (f" Its token is {secret}.",))  # fmt: skip
+            conn.execute("UPDATE mem_failures SET description = description || ?",
+                         (f" (token {secret})",))  # fmt: skip
+        resume.update_session(conn, paths, Config(), SESSION, "compaction")
+    finally:
+        conn.close()
+    table = (paths.root / "recall" / f"{SESSION}.tsv").read_text()
+    assert secret not in table
+    assert "[REDACTED:github-token]" in table
+
+
+def test_forget_takes_the_tables_with_it(tmp_path: Path) -> None:
+    """The forgotten session's table and what it was shown go; the others' tables too (they
+    hold the project's items, the forgotten session's among them), rebuilt at their next update;
+    what the others were shown stays."""
+    paths = _state(tmp_path)
+    _update(paths, Config())
+    other = "0bc9b80c-a8d8-49f7-b95f-11e70ba60c91"
+    recall = paths.root / "recall"
+    (recall / f"{other}.tsv").write_text("x1\tfile\tsrc/a.py\tA decision in force\n")
+    (recall / f"{other}.shown").write_text("x0\n")
+    (recall / f"{SESSION}.shown").write_text("x2\n")
+    done = run_cli("forget", SESSION, state_dir=paths.root)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in recall.iterdir()) == [f"{other}.shown"]
