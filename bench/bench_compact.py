@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_index import build, insert
 
-from indexer import store
 from indexer.config import Config
+from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.memory.compact import compact_and_publish
 from summarizer.memory.store import compact

@@ -38,11 +38,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from indexer.paths import StatePaths  # noqa: E402
-from indexer.spool import split_lines  # noqa: E402
-from indexer.transcript_ahead import import_files  # noqa: E402
-from indexer.transcript_import import ImportStats, TranscriptImporter  # noqa: E402
-from indexer.transcript_records import Converter  # noqa: E402
-from indexer.writer import open_writer, writer_lock  # noqa: E402
+from indexer.spool.lines import split_lines  # noqa: E402
+from indexer.transcripts.records import Converter  # noqa: E402
+from indexer.writer.catch_up import open_writer, writer_lock  # noqa: E402
+from indexer.writer.import_ahead import import_files  # noqa: E402
+from indexer.writer.importer import ImportStats, TranscriptImporter  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus" / "transcripts"
 _UUID = re.compile(rb"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-)[0-9a-f]{6}")

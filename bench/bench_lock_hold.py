@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_index import build
 
-from indexer import store
 from indexer.config import Config
+from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.memory.compact import compact_and_publish
 

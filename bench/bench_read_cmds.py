@@ -33,10 +33,10 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_read import run  # noqa: E402
 from gen_index import build  # noqa: E402
 
-from indexer import store  # noqa: E402
 from indexer.config import Config  # noqa: E402
+from indexer.index import store  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
-from indexer.writer import open_writer  # noqa: E402
+from indexer.writer.catch_up import open_writer  # noqa: E402
 from summarizer.memory.compact import compact_and_publish  # noqa: E402
 from summarizer.memory.inject_cache import CACHE_FILE  # noqa: E402
 

@@ -46,9 +46,9 @@ from bench_search import build as build_index  # noqa: E402
 from bench_search import queries  # noqa: E402
 from pg_helpers import PgCluster  # noqa: E402
 
-from indexer import store  # noqa: E402
 from indexer.config import parse_config  # noqa: E402
 from indexer.hook import append_line, build_line, segment_name  # noqa: E402
+from indexer.index import store  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from summarizer.search.service import Filters, search  # noqa: E402
 from summarizer.team import reader  # noqa: E402
@@ -190,7 +190,7 @@ def part_rate(cluster: PgCluster, tmp: Path, events: int, rounds: int) -> None:
     _configure(paths, None)
     for segment in template.iterdir():
         os.link(segment, paths.spool / segment.name)
-    from indexer.writer import catch_up
+    from indexer.writer.catch_up import catch_up
 
     catch_up(paths)
     dsn = _database(cluster)

@@ -1,6 +1,6 @@
 """ctxd's write path: the hook, the spool, and the SQLite index with per-agent views.
 
-The summarizer reads the index through `indexer.query`, `indexer.history` and `indexer.purge`
+The summarizer reads the index through `indexer.queries.query`, `indexer.queries.history` and `indexer.retention.purge`
 (sqlite3 errors leave them as `IndexAccessError`s) and takes the helpers it needs from the
 names exported here; the other modules are internal (tests/test_layers.py checks it).
 
@@ -34,30 +34,37 @@ if TYPE_CHECKING:
     from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
     from indexer.hook_losses import HOOK_FAILURES, failure_count, loss_files, losses
     from indexer.hook_recall import RECALL_DIR, command_files, row_id
-    from indexer.ingest_lines import IngestStats
-    from indexer.lineguard import INT64_MAX
+    from indexer.index.release import LARGE_PASS_LINES, malloc_trim, release_memory
+    from indexer.index.store import WRITER_CACHE_KIB, StoredEntry
+    from indexer.ingest.lines import IngestStats
     from indexer.locks import flock_within, lock_is_held
-    from indexer.logsafe import RedactingFormatter, bounded, redact_last_resort
     from indexer.models import Entry
-    from indexer.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.paths import StatePaths, resolve_state_paths
     from indexer.plugin import CTXD_VENV, ignore_in_git, installed_ctxd
-    from indexer.redact import redact_entry, redact_text, secret_kinds
-    from indexer.release import LARGE_PASS_LINES, malloc_trim, release_memory
-    from indexer.spool import is_segment_name
-    from indexer.spool_changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
-    from indexer.spool_retention import (
+    from indexer.prepare.normalize import AGENT_TOOLS, EDIT_TOOLS
+    from indexer.redact.logsafe import RedactingFormatter, bounded, redact_last_resort
+    from indexer.redact.text import redact_entry, redact_text, secret_kinds
+    from indexer.retention.rewrite import rewrite_segment, session_of
+    from indexer.retention.spool import (
         RetentionReport,
         delete_segment,
         prune_quarantine,
         prune_spool,
     )
-    from indexer.spool_rewrite import rewrite_segment, session_of
+    from indexer.spool.changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
+    from indexer.spool.lineguard import INT64_MAX
+    from indexer.spool.lines import is_segment_name
     from indexer.statedir import git_root
-    from indexer.store import WRITER_CACHE_KIB, StoredEntry
-    from indexer.view_writer import iso_utc
-    from indexer.views import rebuild_all
-    from indexer.writer import IndexWriter, catch_up, is_locked, lag, open_writer, writer_lock
+    from indexer.views.update import rebuild_all
+    from indexer.views.writer import iso_utc
+    from indexer.writer.catch_up import (
+        IndexWriter,
+        catch_up,
+        is_locked,
+        lag,
+        open_writer,
+        writer_lock,
+    )
 
 _EXPORTS = {
     "Config": "indexer.config",
@@ -73,11 +80,11 @@ _EXPORTS = {
     "Entry": "indexer.models",
     "StatePaths": "indexer.paths",
     "resolve_state_paths": "indexer.paths",
-    "StoredEntry": "indexer.store",
-    "catch_up": "indexer.writer",
-    "is_locked": "indexer.writer",
-    "open_writer": "indexer.writer",
-    "writer_lock": "indexer.writer",
+    "StoredEntry": "indexer.index.store",
+    "catch_up": "indexer.writer.catch_up",
+    "is_locked": "indexer.writer.catch_up",
+    "open_writer": "indexer.writer.catch_up",
+    "writer_lock": "indexer.writer.catch_up",
     "IndexAccessError": "indexer.errors",
     "IndexUnavailableError": "indexer.errors",
     "translate_sqlite_errors": "indexer.errors",
@@ -91,38 +98,38 @@ _EXPORTS = {
     "write_atomic": "indexer.fileio",
     "sweep_temp_files": "indexer.fileio",
     "lines_backwards": "indexer.fileio",
-    "iso_utc": "indexer.view_writer",
-    "rebuild_all": "indexer.views",
-    "AGENT_TOOLS": "indexer.normalize",
-    "EDIT_TOOLS": "indexer.normalize",
-    "INT64_MAX": "indexer.lineguard",
+    "iso_utc": "indexer.views.writer",
+    "rebuild_all": "indexer.views.update",
+    "AGENT_TOOLS": "indexer.prepare.normalize",
+    "EDIT_TOOLS": "indexer.prepare.normalize",
+    "INT64_MAX": "indexer.spool.lineguard",
     "lock_is_held": "indexer.locks",
     "flock_within": "indexer.locks",
-    "malloc_trim": "indexer.release",
-    "release_memory": "indexer.release",
+    "malloc_trim": "indexer.index.release",
+    "release_memory": "indexer.index.release",
     "git_root": "indexer.statedir",
-    "is_segment_name": "indexer.spool",
-    "RetentionReport": "indexer.spool_retention",
-    "delete_segment": "indexer.spool_retention",
-    "prune_quarantine": "indexer.spool_retention",
-    "prune_spool": "indexer.spool_retention",
-    "rewrite_segment": "indexer.spool_rewrite",
-    "session_of": "indexer.spool_rewrite",
-    "SpoolSnapshot": "indexer.spool_changes",
-    "has_unread": "indexer.spool_changes",
-    "snapshot": "indexer.spool_changes",
-    "IngestStats": "indexer.ingest_lines",
-    "lag": "indexer.writer",
-    "IndexWriter": "indexer.writer",
-    "redact_entry": "indexer.redact",
-    "redact_text": "indexer.redact",
-    "secret_kinds": "indexer.redact",
-    "RedactingFormatter": "indexer.logsafe",
-    "bounded": "indexer.logsafe",
-    "redact_last_resort": "indexer.logsafe",
-    "LARGE_PASS_LINES": "indexer.release",
-    "unread_bytes": "indexer.spool_changes",
-    "WRITER_CACHE_KIB": "indexer.store",
+    "is_segment_name": "indexer.spool.lines",
+    "RetentionReport": "indexer.retention.spool",
+    "delete_segment": "indexer.retention.spool",
+    "prune_quarantine": "indexer.retention.spool",
+    "prune_spool": "indexer.retention.spool",
+    "rewrite_segment": "indexer.retention.rewrite",
+    "session_of": "indexer.retention.rewrite",
+    "SpoolSnapshot": "indexer.spool.changes",
+    "has_unread": "indexer.spool.changes",
+    "snapshot": "indexer.spool.changes",
+    "IngestStats": "indexer.ingest.lines",
+    "lag": "indexer.writer.catch_up",
+    "IndexWriter": "indexer.writer.catch_up",
+    "redact_entry": "indexer.redact.text",
+    "redact_text": "indexer.redact.text",
+    "secret_kinds": "indexer.redact.text",
+    "RedactingFormatter": "indexer.redact.logsafe",
+    "bounded": "indexer.redact.logsafe",
+    "redact_last_resort": "indexer.redact.logsafe",
+    "LARGE_PASS_LINES": "indexer.index.release",
+    "unread_bytes": "indexer.spool.changes",
+    "WRITER_CACHE_KIB": "indexer.index.store",
     "CTXD_VENV": "indexer.plugin",
     "installed_ctxd": "indexer.plugin",
     "ignore_in_git": "indexer.plugin",

@@ -13,7 +13,7 @@ from helpers import CORPUS
 from indexer.config import Config
 from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 
 HOOKS = CORPUS / "hooks"
 T0 = 1_790_000_000_000_000_000

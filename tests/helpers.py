@@ -199,8 +199,8 @@ def import_transcripts(state_dir: Path, files: list[Path]) -> Any:
     """Import transcript files into a state directory's index as `ctxd import` does, holding
     the writer lock; return the summed ImportStats."""
     from indexer.paths import StatePaths
-    from indexer.transcript_import import ImportStats, TranscriptImporter
-    from indexer.writer import open_writer, writer_lock
+    from indexer.writer.catch_up import open_writer, writer_lock
+    from indexer.writer.importer import ImportStats, TranscriptImporter
 
     paths = StatePaths(state_dir)
     with writer_lock(paths):

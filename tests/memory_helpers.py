@@ -10,10 +10,11 @@ from typing import Any
 
 import msgspec
 
-from indexer import hook, store
+from indexer import hook
+from indexer.index import store
 from indexer.models import Entry
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 from summarizer.cli.demo_session import demo_session
 
 PROJECT = "/home/dev/shop"
@@ -137,7 +138,7 @@ def jobs_beside_a_writer(state_dir: Path, stack: Any) -> tuple[Any, Any]:
     """A daemon's compaction jobs started beside a writer the test holds (closed by `stack`),
     with one prompt indexed; the interval is an hour, so only requests start runs."""
     from indexer.config import Config, SummarizerConfig
-    from indexer.writer import open_writer, writer_lock
+    from indexer.writer.catch_up import open_writer, writer_lock
     from summarizer.daemon import jobs
     from summarizer.daemon.service import Daemon
 

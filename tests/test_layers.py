@@ -75,7 +75,8 @@ def test_only_tokens_imports_tiktoken() -> None:
 
 
 def test_readonly_schema_version_matches_the_store() -> None:
-    from indexer import readonly, store
+    from indexer.index import store
+    from indexer.queries import readonly
 
     assert readonly.SCHEMA_VERSION == store.SCHEMA_VERSION
 
@@ -84,7 +85,7 @@ def test_read_on_a_current_index_loads_no_msgspec(tmp_path: Path) -> None:
     # The orchestrator's frequent `ctxd read`: when nothing is new it must stay light.
     from indexer.hook import run
     from indexer.paths import StatePaths
-    from indexer.writer import catch_up
+    from indexer.writer.catch_up import catch_up
 
     payload = b'{"session_id":"s1","hook_event_name":"UserPromptSubmit","prompt":"hi"}'
     run(payload, {"CTXD_HOME": str(tmp_path)}, "/")
@@ -273,28 +274,28 @@ def test_no_module_over_400_lines_and_each_has_a_docstring() -> None:
 PUBLIC_INDEXER_MODULES = frozenset(
     {
         "indexer",
-        "indexer.agentid",
-        "indexer.changes",
-        "indexer.cli_queries",
-        "indexer.codex_rollouts",
+        "indexer.prepare.agentid",
+        "indexer.queries.changes",
+        "indexer.queries.porcelain",
+        "indexer.transcripts.codex_rollouts",
         "indexer.config",
-        "indexer.daemon_channel",
+        "indexer.daemon.protocol",
         "indexer.errors",
-        "indexer.history",
+        "indexer.queries.history",
         "indexer.hook",
         "indexer.models",
         "indexer.paths",
-        "indexer.purge",
-        "indexer.query",
-        "indexer.recall",
+        "indexer.retention.purge",
+        "indexer.queries.query",
+        "indexer.queries.recall",
         "indexer.safefs",
-        "indexer.search_index",
-        "indexer.session_query",
-        "indexer.task_lookup",
-        "indexer.transcript_ahead",
-        "indexer.transcript_import",
-        "indexer.transcript_paths",
-        "indexer.writer",
+        "indexer.search.index",
+        "indexer.queries.sessions",
+        "indexer.queries.tasks",
+        "indexer.writer.import_ahead",
+        "indexer.writer.importer",
+        "indexer.transcripts.paths",
+        "indexer.writer.catch_up",
     }
 )
 # Modules that run SQL of their own: the memory's tables (mem_*), which the summarizer owns.
@@ -308,7 +309,7 @@ _OWN_SQL = {
     "summarizer.memory.tables",
 }
 # The team store's modules: their SQL goes to the team's PostgreSQL database, never to the
-# index, so they may not import sqlite3 (the index is read through indexer.changes).
+# index, so they may not import sqlite3 (the index is read through indexer.queries.changes).
 _TEAM = "summarizer.team."
 _SQL_TABLE = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(\w+)")
 
@@ -341,7 +342,7 @@ def test_summarizer_imports_only_the_public_indexer_api() -> None:
         if target not in PUBLIC_INDEXER_MODULES
     ]
     assert not bad, (
-        "the summarizer reaches into indexer internals (use indexer.query/history/purge or a "
+        "the summarizer reaches into indexer internals (use indexer.queries.query/history/purge or a "
         "name exported by the indexer package):\n" + "\n".join(bad)
     )
 
@@ -351,11 +352,14 @@ def test_public_indexer_modules_exist() -> None:
 
 
 def test_the_layer_check_rejects_an_internal_import(tmp_path: Path) -> None:
-    # The check itself can fail: an import of indexer.store is reported, a façade one is not.
+    # The check itself can fail: an import of indexer.index.store is reported, a façade one is not.
     bad = tmp_path / "bad.py"
-    bad.write_text("from indexer import store, query\nfrom indexer.fileio import write_atomic\n")
+    bad.write_text(
+        "from indexer.index import store\nfrom indexer.queries import query\n"
+        "from indexer.fileio import write_atomic\n"
+    )
     found = set(_indexer_imports(bad, _modules())) - PUBLIC_INDEXER_MODULES
-    assert found == {"indexer.store", "indexer.fileio"}
+    assert found == {"indexer.index.store", "indexer.fileio"}
 
 
 def test_summarizer_runs_sql_only_on_its_own_tables() -> None:
@@ -379,7 +383,7 @@ def test_summarizer_runs_sql_only_on_its_own_tables() -> None:
                     for table in _SQL_TABLE.findall(node.value):
                         if not table.startswith("mem_") and table != "sqlite_master":
                             bad.append(f"{mod}:{node.lineno} names the index table {table}")
-    assert not bad, "SQL against the index belongs in indexer.query/history/purge:\n" + "\n".join(
+    assert not bad, "SQL against the index belongs in indexer.queries.query/history/purge:\n" + "\n".join(
         bad
     )
 
@@ -401,7 +405,7 @@ def _runtime_imports(path: Path) -> list[str]:
 
 def test_team_sql_goes_to_postgresql_only() -> None:
     # Their .execute() calls are exempt from the rule above because they never hold a SQLite
-    # connection of their own: the index is read through indexer.changes.
+    # connection of their own: the index is read through indexer.queries.changes.
     team = {mod: path for mod, path in _modules().items() if mod.startswith(_TEAM)}
     assert "summarizer.team.shipper" in team
     for mod, path in sorted(team.items()):

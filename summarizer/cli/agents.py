@@ -6,8 +6,8 @@ import argparse
 import json
 import time
 
-from indexer.cli_queries import open_readonly, session_agents
 from indexer.errors import CtxdError
+from indexer.queries.porcelain import open_readonly, session_agents
 from summarizer.cli.colour import paint
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions

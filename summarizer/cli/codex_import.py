@@ -6,9 +6,9 @@ import argparse
 import os
 from pathlib import Path
 
-from indexer.codex_rollouts import ROLLOUT_NAME, rollout_files
 from indexer.errors import TranscriptPathError
-from indexer.transcript_paths import transcript_files
+from indexer.transcripts.codex_rollouts import ROLLOUT_NAME, rollout_files
+from indexer.transcripts.paths import transcript_files
 from summarizer.cli.codex_install import codex_home
 
 __all__ = ["codex_sources"]

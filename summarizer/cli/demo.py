@@ -12,10 +12,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from indexer import history, query
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.queries import history, query
+from indexer.writer.catch_up import catch_up
 from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
 
 PACKAGES = Path(__file__).resolve().parents[2]  # the folder holding indexer/ and summarizer/

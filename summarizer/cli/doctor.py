@@ -10,12 +10,13 @@ import sys
 import time
 from dataclasses import asdict
 
-from indexer import history, loss_files, losses, query
-from indexer.cli_queries import unwritable_reason
+from indexer import loss_files, losses
 from indexer.config import Config, load_config
 from indexer.errors import CtxdError, IndexAccessError
 from indexer.paths import StatePaths
-from indexer.writer import is_locked, lag
+from indexer.queries import history, query
+from indexer.queries.porcelain import unwritable_reason
+from indexer.writer.catch_up import is_locked, lag
 from summarizer.cli.checks import Check
 from summarizer.cli.hook_checks import check_hooks, settings_files
 from summarizer.cli.status import daemon_info

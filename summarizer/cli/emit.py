@@ -60,8 +60,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def _check_revocable(paths: StatePaths, ref: str) -> None:
     """Refuse to revoke a constraint that is not in force (after folding what is new)."""
-    from indexer.cli_queries import active_constraint, open_readonly
     from indexer.config import load_config
+    from indexer.queries.porcelain import active_constraint, open_readonly
     from summarizer.common.text import text_key
     from summarizer.memory.compact import compact_now
 

@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from indexer.errors import IndexBusyError, TranscriptPathError
-from indexer.transcript_ahead import import_files
-from indexer.transcript_import import ImportStats, TranscriptImporter
-from indexer.transcript_paths import (
+from indexer.transcripts.paths import (
     all_project_dirs,
     project_dir,
     subdirectory_dirs,
     transcript_files,
 )
-from indexer.writer import open_writer, writer_lock
+from indexer.writer.catch_up import open_writer, writer_lock
+from indexer.writer.import_ahead import import_files
+from indexer.writer.importer import ImportStats, TranscriptImporter
 from summarizer.common.cliargs import state_paths
 
 __all__ = ["cmd_import"]

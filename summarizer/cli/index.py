@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from indexer import history, rebuild_all
+from indexer import rebuild_all
 from indexer.errors import CtxdError
-from indexer.search_index import rebuild as rebuild_search
-from indexer.writer import catch_up, writer_lock
+from indexer.queries import history
+from indexer.search.index import rebuild as rebuild_search
+from indexer.writer.catch_up import catch_up, writer_lock
 from summarizer.common.cliargs import state_paths
 
 __all__ = ["cmd_ingest", "cmd_rebuild"]

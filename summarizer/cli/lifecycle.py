@@ -1,6 +1,6 @@
 """Daemon lifecycle: `ctxd start` and `ctxd stop`, never two daemons on one state directory.
 
-A daemon is what answers on the state dir's socket (indexer.daemon_channel): the writer lock is
+A daemon is what answers on the state dir's socket (indexer.daemon.protocol): the writer lock is
 also held, for a while, by commands and by the builder started on PreCompact. `ctxd start` is
 done when the new daemon answers (its jobs started), and reports the error it logged if it
 died first; `ctxd stop` sends SIGTERM and, past its timeout, SIGKILL (nothing is lost: the
@@ -18,10 +18,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer import daemon_channel, safefs
+from indexer import safefs
+from indexer.daemon import protocol as daemon_channel
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
-from indexer.writer import is_locked
+from indexer.writer.catch_up import is_locked
 from summarizer.common.cliargs import state_paths
 from summarizer.resume.spawn import autostart
 

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 
 AddCommand = Callable[[str, str, str], argparse.ArgumentParser]
-# The kinds of hit; equal to indexer.search_index.KINDS (checked by the tests).
+# The kinds of hit; equal to indexer.search.index.KINDS (checked by the tests).
 KINDS = ("prompt", "tool", "error", "decision", "constraint", "failure", "summary", "agent")
 DEFAULT_LIMIT = 10
 

@@ -11,8 +11,8 @@ import sys
 import threading
 from types import TracebackType
 
-from indexer.cli_queries import spool_behind
 from indexer.paths import StatePaths
+from indexer.queries.porcelain import spool_behind
 
 __all__ = ["CatchUpProgress"]
 

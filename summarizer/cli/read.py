@@ -1,7 +1,7 @@
 """`ctxd read` (seed 000 §3.3): one agent's recent history, without msgspec when nothing is new.
 
 The orchestrator calls this often, so the common case (index current) imports only the
-standard library and `indexer.readonly`; the full catch-up is imported only when the spool
+standard library and `indexer.queries.readonly`; the full catch-up is imported only when the spool
 holds unindexed lines (I12).
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from indexer import lines_backwards
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
-from indexer.query import connect_readonly, count_agent_entries, index_is_current
+from indexer.queries.query import connect_readonly, count_agent_entries, index_is_current
 from summarizer.cli.read_target import resolve_read_target
 from summarizer.common.cliargs import state_paths
 
@@ -50,7 +50,7 @@ def _current_connection(paths: StatePaths) -> Any:
         return conn
     if conn is not None:
         conn.close()
-    from indexer.writer import catch_up  # only now: it loads msgspec and the ingest code
+    from indexer.writer.catch_up import catch_up  # only now: it loads msgspec and the ingest code
 
     result = catch_up(paths)
     if result.read_only:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from indexer.cli_queries import spool_behind
 from indexer.paths import StatePaths
+from indexer.queries.porcelain import spool_behind
 
 __all__ = ["note_unindexed"]
 

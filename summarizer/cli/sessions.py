@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from indexer import history
 from indexer.config import load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
+from indexer.queries import history
 from summarizer.cli.readonly_state import note_unindexed
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions

@@ -9,11 +9,13 @@ import sqlite3
 import time
 from typing import Any
 
-from indexer import changes, daemon_channel, losses, query, safefs
-from indexer.cli_queries import unwritable_reason
+from indexer import losses, safefs
+from indexer.daemon import protocol as daemon_channel
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths
-from indexer.query import connect_readonly, spool_lag
+from indexer.queries import changes, query
+from indexer.queries.porcelain import unwritable_reason
+from indexer.queries.query import connect_readonly, spool_lag
 from summarizer.common.cliargs import state_paths
 
 __all__ = ["cmd_status", "daemon_info", "refuse_foreign", "status_report"]
@@ -203,7 +205,7 @@ def _connect(paths: StatePaths) -> sqlite3.Connection:
 
 
 def _iso_utc(ts_ns: int) -> str:
-    # The same format as indexer.views.iso_utc, without importing the view writer.
+    # The same format as indexer.views.update.iso_utc, without importing the view writer.
     seconds, rem = divmod(ts_ns, 1_000_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rem // 1_000_000:03d}Z"
 

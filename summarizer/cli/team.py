@@ -9,7 +9,7 @@ from typing import Any
 from indexer.config import Config, load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 from summarizer.common.cliargs import state_paths
 from summarizer.team.identity import identity, require_dsn
 from summarizer.team.pg import connect, driver, masked

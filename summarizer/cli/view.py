@@ -37,9 +37,10 @@ def register(add: AddCommand) -> None:
 
 def cmd_view(args: argparse.Namespace) -> int:
     """Write the page, print its path, and open it with --open."""
-    from indexer import history, write_atomic
+    from indexer import write_atomic
     from indexer.config import load_config
     from indexer.errors import CtxdError
+    from indexer.queries import history
     from summarizer.common.cliargs import state_paths
     from summarizer.daemon.session_jobs import catch_up_sessions
     from summarizer.resume.sessions import resolve_session

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from indexer import IngestStats
 from indexer.config import Config
 from indexer.paths import StatePaths
-from indexer.writer import IndexWriter
+from indexer.writer.catch_up import IndexWriter
 
 if TYPE_CHECKING:
     from summarizer.daemon.channel import RequestHandler

@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from indexer import RetentionReport, prune_quarantine, prune_spool, purge, safefs
+from indexer import RetentionReport, prune_quarantine, prune_spool, safefs
 from indexer.config import Config
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths, is_valid_session_id
+from indexer.retention import purge
 from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
 
 if TYPE_CHECKING:

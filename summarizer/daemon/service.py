@@ -25,10 +25,7 @@ from indexer import (
     WRITER_CACHE_KIB,
     IngestStats,
     SpoolSnapshot,
-    daemon_channel,
     has_unread,
-    history,
-    query,
     release_memory,
     safefs,
     snapshot,
@@ -37,10 +34,12 @@ from indexer import (
     write_atomic,
 )
 from indexer.config import Config, load_config
-from indexer.daemon_channel import SOCKET_NAME
+from indexer.daemon import protocol as daemon_channel
+from indexer.daemon.protocol import SOCKET_NAME
 from indexer.errors import CtxdError, StateDirError
 from indexer.paths import StatePaths
-from indexer.writer import IndexWriter, daemon_writer_lock, lag, open_writer
+from indexer.queries import history, query
+from indexer.writer.catch_up import IndexWriter, daemon_writer_lock, lag, open_writer
 from summarizer.daemon.channel import RequestHandler, RequestServer
 from summarizer.daemon.host import BatchListener
 from summarizer.daemon.logfile import setup_logging

@@ -6,10 +6,10 @@ import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
-from indexer import history
 from indexer.config import Config
 from indexer.paths import StatePaths
-from indexer.session_query import agents_ended_after, last_trigger
+from indexer.queries import history
+from indexer.queries.sessions import agents_ended_after, last_trigger
 from summarizer.daemon.retention import start_retention_job
 from summarizer.daemon.watermark import WatermarkListener
 from summarizer.handoff.account import write_accounts
@@ -125,7 +125,7 @@ def catch_up_sessions(paths: StatePaths, config: Config | None = None) -> str:
     """
     from indexer.config import load_config
     from indexer.errors import IndexBusyError
-    from indexer.writer import catch_up, writer_lock
+    from indexer.writer.catch_up import catch_up, writer_lock
 
     cfg = config if config is not None else load_config(paths.config)
     result = catch_up(paths, cfg)

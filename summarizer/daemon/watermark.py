@@ -6,7 +6,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from indexer import IngestStats, history
+from indexer import IngestStats
+from indexer.queries import history
 
 if TYPE_CHECKING:
     from summarizer.daemon.host import DaemonHost as Daemon

@@ -11,10 +11,10 @@ import sqlite3
 import time
 
 from indexer import write_atomic
-from indexer.agentid import AGENT_ID_RE, is_valid_agent_id
 from indexer.models import Entry
 from indexer.paths import StatePaths
-from indexer.session_query import agent_last_run
+from indexer.prepare.agentid import AGENT_ID_RE, is_valid_agent_id
+from indexer.queries.sessions import agent_last_run
 from summarizer.common.failures import quoted
 from summarizer.common.neutralize import neutralize
 from summarizer.handoff.prepare import MAX_TOKENS, within_budget

@@ -13,10 +13,11 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from indexer import recall, redact_entry, redact_text
+from indexer import redact_entry, redact_text
 from indexer.config import load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
+from indexer.queries import recall
 from summarizer.common.failures import quoted
 from summarizer.common.neutralize import neutralize
 from summarizer.common.tokens import get_counter

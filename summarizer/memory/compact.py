@@ -1,7 +1,7 @@
 """Compaction entry points: in process under the writer lock, or asked of the daemon (I8).
 
 `ctxd compact`, `ContextAgent.summarize()` and `get_injection()` call `compact_now()`. When a
-daemon runs (its socket answers: indexer.daemon_channel), a second writer is not allowed (I8):
+daemon runs (its socket answers: indexer.daemon.protocol), a second writer is not allowed (I8):
 it waits until the daemon has indexed the spool, asks it to compact over the socket, and waits
 for its answer, sent once the context files cover every entry indexed at the time of the
 request (meta `mem.published`). Without a daemon it takes `daemon.lock`, catches the index up
@@ -19,11 +19,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer import daemon_channel, history, iso_utc, search_index
+from indexer import iso_utc
 from indexer.config import Config
+from indexer.daemon import protocol as daemon_channel
 from indexer.errors import CtxdError, IndexBusyError
 from indexer.paths import StatePaths
-from indexer.writer import (
+from indexer.queries import history
+from indexer.search import index as search_index
+from indexer.writer.catch_up import (
     LOCK_SLICE_S,
     daemon_running,
     ingest_spool,

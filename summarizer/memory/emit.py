@@ -66,7 +66,7 @@ def default_session(paths: StatePaths) -> str:
     if session:
         return session
     if os.environ.get("CLAUDECODE") == "1":
-        from indexer.cli_queries import newest_active_session, open_readonly
+        from indexer.queries.porcelain import newest_active_session, open_readonly
 
         conn = open_readonly(paths.index_db)
         if conn is not None:

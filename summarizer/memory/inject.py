@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from indexer import history, hook
+from indexer import hook
 from indexer.config import Config, load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
-from indexer.writer import lag
+from indexer.queries import history
+from indexer.writer.catch_up import lag
 from summarizer.common.tokens import get_counter
 from summarizer.memory.inject_cache import (
     current_watermark,

@@ -10,10 +10,11 @@ from typing import Any
 
 import msgspec
 
-from indexer import history, iso_utc, query
+from indexer import iso_utc
 from indexer.config import Config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
+from indexer.queries import history, query
 from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import is_meaningful_request
 from summarizer.resume import writer as resume

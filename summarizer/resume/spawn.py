@@ -24,7 +24,7 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
         import fcntl
 
         from indexer import safefs
-        from indexer.daemon_channel import is_listening
+        from indexer.daemon.protocol import is_listening
 
         if is_listening(state_dir):
             return None

@@ -14,7 +14,7 @@ __all__ = ["IGNORED_EVENTS", "TAIL_BYTES", "newest_event_ns", "read_tail"]
 TAIL_BYTES = 1 << 20  # read at most this much of the spool's end
 # Lines that do not change what a resume state says (or that SessionStart itself writes).
 IGNORED_EVENTS = (b"SessionStart", b"PostCompact", b"Notification")
-# The compaction's own SubagentStop (indexer.normalize.is_internal_stop) only repeats what
+# The compaction's own SubagentStop (indexer.prepare.normalize.is_internal_stop) only repeats what
 # the state already holds: an empty agent_type (Claude Code writes compact JSON; a line
 # written by another client may have a space after the colon).
 _INTERNAL_STOPS = (b'"agent_type":""', b'"agent_type": ""')

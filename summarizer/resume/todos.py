@@ -10,9 +10,10 @@ from typing import Any
 
 import msgspec
 
-from indexer import history, write_atomic
+from indexer import write_atomic
 from indexer.models import Entry
 from indexer.paths import StatePaths
+from indexer.queries import history
 
 __all__ = [
     "Todo",

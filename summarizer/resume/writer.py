@@ -12,9 +12,10 @@ from typing import Any
 
 import msgspec
 
-from indexer import query, write_atomic
+from indexer import write_atomic
 from indexer.config import Config
 from indexer.paths import StatePaths, check_session_id, ensure_private_dir
+from indexer.queries import query
 from summarizer.common.models import Memory
 from summarizer.memory import hooks as compaction_hooks
 from summarizer.resume.files import (

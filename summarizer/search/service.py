@@ -10,10 +10,10 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from indexer import search_index
-from indexer.cli_queries import unwritable_reason
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
+from indexer.queries.porcelain import unwritable_reason
+from indexer.search import index as search_index
 from summarizer.search.query import SearchQueryError, parse_since, to_match
 
 __all__ = ["Filters", "SearchHit", "current_connection", "search", "validate"]

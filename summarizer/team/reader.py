@@ -15,7 +15,7 @@ from typing import Any
 from indexer import iso_utc
 from indexer.config import Config
 from indexer.paths import StatePaths
-from indexer.search_index import MEMORY_KINDS
+from indexer.search.index import MEMORY_KINDS
 from summarizer.resume.sessions import SessionInfo, session_title, stamp_of
 from summarizer.search.query import parse_since, terms
 from summarizer.search.service import CANDIDATES, HALF_LIFE_H, Filters, validate

@@ -21,7 +21,7 @@ SCHEMA = "ctxd"
 _LOCK_KEY = 0x637478645F74656D  # "ctxd_tem"
 
 # What local search indexes of an event, as one text: the same parts, the same exceptions
-# (indexer/search_sql.py). Immutable, so the generated search column may use it.
+# (indexer/search/sql.py). Immutable, so the generated search column may use it.
 _ENTRY_BODY = """
 CREATE FUNCTION ctxd.entry_body(event text, description text, instruction text,
     output_summary text, error text, content text, files text, command text)

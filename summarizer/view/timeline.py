@@ -14,7 +14,7 @@ from typing import Any
 
 from indexer import StoredEntry
 from indexer.models import Entry
-from indexer.session_query import AgentRow
+from indexer.queries.sessions import AgentRow
 
 __all__ = ["Fix", "Item", "Lane", "Timeline", "build_timeline"]
 

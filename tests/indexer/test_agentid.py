@@ -1,4 +1,4 @@
-"""Tests for indexer.agentid: seed 000 §6.1.1 cases, fallback format, disambiguation, properties."""
+"""Tests for indexer.prepare.agentid: seed 000 §6.1.1 cases, fallback format, disambiguation, properties."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.agentid import (
+from indexer.prepare.agentid import (
     AGENT_ID_RE,
     RESERVED_AGENT_IDS,
     disambiguate,

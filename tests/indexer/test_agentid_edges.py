@@ -1,4 +1,4 @@
-"""indexer.agentid edge cases that mutation testing found untested.
+"""indexer.prepare.agentid edge cases that mutation testing found untested.
 
 Expected values are written out from the documented rules (the hash input, the suffix
 numbering), not taken from the functions under test.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from indexer.agentid import disambiguate, extract_or_fallback, fallback_agent_id
+from indexer.prepare.agentid import disambiguate, extract_or_fallback, fallback_agent_id
 
 TS = 1_755_009_022_123_456_789  # 2025-08-12 14:30:22 UTC
 

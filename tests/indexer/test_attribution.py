@@ -8,7 +8,7 @@ from pathlib import Path
 
 from indexer.hook import run
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 
 SESSION = "attr-session"
 

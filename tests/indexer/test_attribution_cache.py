@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from helpers import CORPUS
 
-from indexer import attribution
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
+from indexer.ingest import attribution
 from indexer.paths import StatePaths
-from indexer.writer import open_writer
+from indexer.writer.catch_up import open_writer
 
 HOOKS = CORPUS / "hooks"
 T0 = 1_790_000_000_000_000_000

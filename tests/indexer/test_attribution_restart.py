@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from test_views import base, in_agent, make_state, on_disk, render, spool, task_done, task_start
 
-from indexer import attribution
 from indexer.config import Config, IngestConfig
+from indexer.ingest import attribution
 from indexer.paths import StatePaths
-from indexer.writer import open_writer, writer_lock
+from indexer.writer.catch_up import open_writer, writer_lock
 
 
 def task_call(tool_use_id: str, agent_type: str, prompt: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """A batch's entries go in with one statement and no savepoint; an entry that cannot be stored
-is isolated without undoing the rest (indexer.store.insert_entries, Ingestor.store_batch)."""
+is isolated without undoing the rest (indexer.index.store.insert_entries, Ingestor.store_batch)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import msgspec
 import pytest
 from test_views import SEALED, base, make_state, spool
 
-from indexer import store
 from indexer.config import Config
-from indexer.ingest import Ingestor
-from indexer.ingest_lines import Batch
+from indexer.index import store
+from indexer.index.transactions import transaction
+from indexer.ingest.ingestor import Ingestor
+from indexer.ingest.lines import Batch
 from indexer.models import Entry, HookPayload
-from indexer.transactions import transaction
-from indexer.writer import open_writer
+from indexer.writer.catch_up import open_writer
 
 TOO_BIG = 2**64  # no SQLite integer holds it: binding it fails inside the batch's statement
 

@@ -15,10 +15,10 @@ from helpers import payload
 
 from indexer.config import Config, IngestConfig
 from indexer.hook import append_line, build_line, segment_name
+from indexer.index.release import release_memory
+from indexer.index.store import StoredEntry
 from indexer.paths import StatePaths
-from indexer.release import release_memory
-from indexer.store import StoredEntry
-from indexer.writer import open_writer
+from indexer.writer.catch_up import open_writer
 
 BATCH = 10
 EVENTS = 35

@@ -11,7 +11,7 @@ from pathlib import Path
 from codex_fixture import CodexSession, recorded_session
 from helpers import HOOK_CMD, clean_env, hook_env, query, run_cli
 
-from indexer.codex_rollouts import rollout_files
+from indexer.transcripts.codex_rollouts import rollout_files
 
 _ENTRIES = (
     "SELECT hook_event, event, tool_name, tool_use_id, agent_id, error, files, text FROM entries"

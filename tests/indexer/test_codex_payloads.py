@@ -1,5 +1,5 @@
-"""Codex CLI payloads in Claude Code's shapes (indexer.codex_payloads), and what a rollout adds
-(indexer.codex_outcomes): exit codes and compaction summaries, read incrementally and safely."""
+"""Codex CLI payloads in Claude Code's shapes (indexer.prepare.codex_payloads), and what a rollout adds
+(indexer.prepare.codex_outcomes): exit codes and compaction summaries, read incrementally and safely."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import msgspec
 import pytest
 from codex_fixture import recorded_session
 
-from indexer import codex_outcomes
-from indexer.codex_outcomes import adapt_captured, compaction_summary, exit_code, facts_of
-from indexer.codex_payloads import adapt, patch_files, shell_command
 from indexer.models import HookPayload
+from indexer.prepare import codex_outcomes
+from indexer.prepare.codex_outcomes import adapt_captured, compaction_summary, exit_code, facts_of
+from indexer.prepare.codex_payloads import adapt, patch_files, shell_command
 
 _DECODE = msgspec.json.Decoder(HookPayload)
 

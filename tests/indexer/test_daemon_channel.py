@@ -1,4 +1,4 @@
-"""indexer/daemon_channel.py: the daemon's socket, reached through the state dir's fd."""
+"""indexer/daemon/protocol.py: the daemon's socket, reached through the state dir's fd."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer import daemon_channel
-from indexer.daemon_channel import SOCKET_NAME
+from indexer.daemon import protocol as daemon_channel
+from indexer.daemon.protocol import SOCKET_NAME
 
 
 def _state(parent: Path, name: str = "state") -> Path:

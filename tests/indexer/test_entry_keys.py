@@ -1,4 +1,4 @@
-"""indexer/entry_keys.py and the entries table's indexes: each serves a read or a unique key,
+"""indexer/index/keys.py and the entries table's indexes: each serves a read or a unique key,
 the reads by session and agent use them, and an index from an older ctxd is upgraded in place."""
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
-from indexer import history, purge, query, readonly, recall, session_query, store
-from indexer.attribution import AgentRegistry
-from indexer.entry_keys import TOOL_INDEX, replace_old_tool_index
+from indexer.index import store
+from indexer.index.keys import TOOL_INDEX, replace_old_tool_index
+from indexer.index.transactions import transaction
+from indexer.ingest.attribution import AgentRegistry
 from indexer.models import Entry
-from indexer.transactions import transaction
+from indexer.queries import history, query, readonly, recall
+from indexer.queries import sessions as session_query
+from indexer.retention import purge
 
 OLD_TOOL_INDEX = "CREATE UNIQUE INDEX entries_tool ON entries(tool_key) WHERE tool_key IS NOT NULL"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import time
 
-from indexer import decoded
-from indexer.redact import redact_text
-from indexer.view_writer import iso_utc
+from indexer.redact import decoded
+from indexer.redact.text import redact_text
+from indexer.views.writer import iso_utc
 
 
 def test_base64_runs_decode_alike_from_the_table_and_the_table_stays_bounded() -> None:

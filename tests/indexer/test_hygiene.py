@@ -10,10 +10,11 @@ from pathlib import Path
 
 from helpers import run_cli
 
-from indexer import hook, store
+from indexer import hook
 from indexer.config import Config, RetentionConfig
+from indexer.index import store
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.writer.catch_up import catch_up, open_writer, writer_lock
 
 HOUR_NS = 3600 * 1_000_000_000
 _SEQ = itertools.count(1)

@@ -18,13 +18,14 @@ import pytest
 from helpers import CORPUS, REPO, clean_env, poll, query
 from worker_helpers import GARBAGE_WORKER, no_child_left, signal_at
 
-from indexer import prepare_worker, transcript_ahead
 from indexer.config import Config, IngestConfig
+from indexer.ingest import worker as prepare_worker
+from indexer.ingest.worker import PrepareWorker
 from indexer.paths import StatePaths
-from indexer.prepare_worker import PrepareWorker
-from indexer.transcript_ahead import import_files
-from indexer.transcript_import import ImportStats, TranscriptImporter
-from indexer.writer import open_writer, writer_lock
+from indexer.writer import import_ahead as transcript_ahead
+from indexer.writer.catch_up import open_writer, writer_lock
+from indexer.writer.import_ahead import import_files
+from indexer.writer.importer import ImportStats, TranscriptImporter
 
 TRANSCRIPTS = CORPUS / "transcripts"
 pytestmark = pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason=f"no corpus at {CORPUS}")

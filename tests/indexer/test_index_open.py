@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from indexer import readonly, store
 from indexer.errors import CtxdError, StateDirError
+from indexer.index import store
+from indexer.queries import readonly
 
 
 def _tree(folder: Path) -> dict[str, tuple[bytes, int]]:

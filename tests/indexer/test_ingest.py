@@ -1,7 +1,7 @@
-"""Tests for indexer.ingest on real files and real SQLite: I3-I6, I10 (redaction, permissions).
+"""Tests for indexer.ingest.ingestor on real files and real SQLite: I3-I6, I10 (redaction, permissions).
 
 Each test writes spool segments byte by byte (as the hook, a killed hook, or an operator would
-leave them), runs catch-up passes (`indexer.writer.catch_up`, or `Ingestor.run_once` when the
+leave them), runs catch-up passes (`indexer.writer.catch_up.catch_up`, or `Ingestor.run_once` when the
 clock matters) and checks the index: entries, source positions, quarantine rows, counters.
 """
 
@@ -23,12 +23,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from indexer import store
 from indexer.config import Config, IngestConfig
 from indexer.hook import append_line, build_line, segment_name
-from indexer.ingest import Ingestor, IngestStats
+from indexer.index import store
+from indexer.ingest.ingestor import Ingestor, IngestStats
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.writer.catch_up import catch_up, open_writer, writer_lock
 
 SEALED = "20200101T00.jsonl"  # an hour long past: no hook appends to it any more
 SESSION = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"

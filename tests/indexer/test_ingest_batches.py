@@ -17,7 +17,7 @@ import pytest
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 
 SEALED = "20200101T00.jsonl"  # an hour long past: complete, no hook appends to it
 SESSION = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"

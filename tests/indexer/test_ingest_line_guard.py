@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from indexer import ingest_lines
 from indexer.config import Config
 from indexer.errors import IndexAccessError
 from indexer.hook import build_line
+from indexer.ingest import lines as ingest_lines
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 
 SEALED = "20200101T00.jsonl"
 

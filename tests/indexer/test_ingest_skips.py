@@ -20,14 +20,16 @@ from typing import Any
 import msgspec
 import pytest
 
-from indexer import ingest, ingest_lines, store
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
-from indexer.ingest import Ingestor
+from indexer.index import store
+from indexer.index.transactions import transaction
+from indexer.ingest import ingestor as ingest
+from indexer.ingest import lines as ingest_lines
+from indexer.ingest.ingestor import Ingestor
 from indexer.paths import StatePaths
-from indexer.transactions import transaction
-from indexer.transcript_import import TranscriptImporter
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.writer.catch_up import catch_up, open_writer, writer_lock
+from indexer.writer.importer import TranscriptImporter
 
 SEALED = "20200101T00.jsonl"  # an hour long past: no hook appends to it any more
 SESSION = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"

@@ -9,7 +9,7 @@ from helpers import payload, query
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import open_writer, writer_lock
+from indexer.writer.catch_up import open_writer, writer_lock
 
 LINES = 40
 BATCH = 5

@@ -8,7 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.lineguard import MAX_DEPTH, nesting_error
+from indexer.spool.lineguard import MAX_DEPTH, nesting_error
 
 
 def walked(line: bytes, limit: int) -> str:

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from indexer import prepare
 from indexer.config import Config
 from indexer.hook import build_line
-from indexer.logsafe import MAX_RECORD_CHARS, RedactingFormatter, bounded, failure
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.prepare import line as prepare
+from indexer.redact.logsafe import MAX_RECORD_CHARS, RedactingFormatter, bounded, failure
+from indexer.writer.catch_up import catch_up
 from summarizer.daemon.service import setup_logging
 
 SEALED = "20200101T00.jsonl"

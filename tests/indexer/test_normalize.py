@@ -1,4 +1,4 @@
-"""indexer/normalize.py: event kinds, descriptions, files, clipping and detail of each payload."""
+"""indexer/prepare/normalize.py: event kinds, descriptions, files, clipping and detail of each payload."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from indexer.models import Entry, HookPayload
-from indexer.normalize import PayloadError, bounded_raw, clip, error_text, normalize
+from indexer.prepare.normalize import PayloadError, bounded_raw, clip, error_text, normalize
 
 
 def _norm(payload: dict[str, Any], max_text_chars: int = 16000, max_detail: int = 4096) -> Entry:

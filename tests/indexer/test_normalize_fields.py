@@ -1,4 +1,4 @@
-"""indexer/normalize.py, field by field: each expected value is written out literally."""
+"""indexer/prepare/normalize.py, field by field: each expected value is written out literally."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from indexer.models import Entry, HookPayload
-from indexer.normalize import PayloadError, bounded_raw, normalize
+from indexer.prepare.normalize import PayloadError, bounded_raw, normalize
 
 BASE = {"session_id": "s1", "cwd": "/proj"}
 

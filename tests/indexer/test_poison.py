@@ -2,7 +2,7 @@
 
 Each case is written the way an attacker (or a broken client) would reach ctxd: through the
 real hook script's stdin, or as raw bytes in a spool segment. Ingest runs for real
-(`indexer.writer.catch_up`, or the `ctxd` CLI as a subprocess), and the index is queried.
+(`indexer.writer.catch_up.catch_up`, or the `ctxd` CLI as a subprocess), and the index is queried.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from helpers import hook_env, payload, query, run_cli, run_hook
 
 from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 
 SESSION = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"
 
@@ -195,10 +195,11 @@ def test_claude_code_agent_id_naming_a_compat_view_is_remapped(state_dir: Path) 
 
 
 def test_every_name_the_state_dir_uses_is_reserved(tmp_path: Path) -> None:
-    from indexer import view_rebuild, views
-    from indexer.daemon_channel import SOCKET_NAME
+    from indexer.daemon.protocol import SOCKET_NAME
     from indexer.hook_losses import HOOK_FAILURES
     from indexer.paths import RESERVED_NAMES, is_valid_session_id
+    from indexer.views import rebuild as view_rebuild
+    from indexer.views import update as views
     from summarizer.resume.hook import LATEST_FILE
 
     paths = StatePaths(tmp_path)

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from indexer.config import Config
 from indexer.hook import append_line, build_line, segment_name
 from indexer.paths import RESERVED_NAMES, RESERVED_VIEW_NAMES, StatePaths, is_valid_session_id
-from indexer.writer import IndexWriter, open_writer, writer_lock
+from indexer.writer.catch_up import IndexWriter, open_writer, writer_lock
 
 HOOKS = CORPUS / "hooks"
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason=f"corpus not found at {HOOKS}")

@@ -17,13 +17,13 @@ from daemon_helpers import HOOKS, spooled_corpus
 from helpers import REPO, clean_env, poll, query
 from worker_helpers import GARBAGE_WORKER, no_child_left, signal_at
 
-from indexer import prepare_worker
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
-from indexer.ingest import Ingestor
+from indexer.ingest import worker as prepare_worker
+from indexer.ingest.ingestor import Ingestor
+from indexer.ingest.worker import PrepareWorker
 from indexer.paths import StatePaths
-from indexer.prepare_worker import PrepareWorker
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.writer.catch_up import catch_up, open_writer, writer_lock
 
 pytestmark = pytest.mark.skipif(not HOOKS.is_dir(), reason="needs the hook corpus")
 

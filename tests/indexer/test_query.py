@@ -1,4 +1,4 @@
-"""indexer.query / history / purge: the summarizer's read and delete API, on a real index."""
+"""indexer.queries.query / history / purge: the summarizer's read and delete API, on a real index."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from indexer import history, purge, query
 from indexer.hook import run
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.queries import history, query
+from indexer.retention import purge
+from indexer.writer.catch_up import catch_up
 from tests.helpers import payload
 
 S1 = "11111111-1111-4111-8111-111111111111"
@@ -133,12 +134,12 @@ def test_forget_deletes_only_tables_that_exist(state: StatePaths) -> None:
 
 
 def test_the_light_query_module_loads_no_msgspec(state: StatePaths) -> None:
-    # `ctxd read` and `ctxd status` import indexer.query: it must stay sqlite3-and-stdlib.
+    # `ctxd read` and `ctxd status` import indexer.queries.query: it must stay sqlite3-and-stdlib.
     import subprocess
     import sys
 
     code = (
-        "import sys; from indexer import query;"
+        "import sys; from indexer.queries import query;"
         f"c = query.connect_readonly(__import__('pathlib').Path({str(state.index_db)!r}));"
         f"print(query.session_exists(c, {S1!r}), 'msgspec' in sys.modules)"
     )

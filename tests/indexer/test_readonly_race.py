@@ -15,8 +15,8 @@ from helpers import payload
 from indexer.config import load_config
 from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.readonly import connect_readonly, index_is_current, spool_lag, spool_sizes
-from indexer.writer import catch_up
+from indexer.queries.readonly import connect_readonly, index_is_current, spool_lag, spool_sizes
+from indexer.writer.catch_up import catch_up
 
 OLD = "20200101T00.jsonl"  # indexed, then deleted by retention while a reader lists the spool
 NEW = "20200101T01.jsonl"  # written after the index pass: not indexed yet

@@ -1,4 +1,4 @@
-"""Tests for indexer.redact: one row per secret kind, negatives, JSON safety, properties."""
+"""Tests for indexer.redact.text: one row per secret kind, negatives, JSON safety, properties."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.redact import redact_text
-from indexer.redact_raw import may_contain_secret, redact_bytes
+from indexer.redact.raw import may_contain_secret, redact_bytes
+from indexer.redact.text import redact_text
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

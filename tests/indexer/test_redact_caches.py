@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from indexer import redact
-from indexer.redact import redact_text
+from indexer.redact import text as redact
+from indexer.redact.text import redact_text
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from indexer.models import Entry
-from indexer.redact import _apply_spans, redact_detail, redact_entry, redact_text
+from indexer.redact.text import _apply_spans, redact_detail, redact_entry, redact_text
 
 KEY = "AKIAZ7QWERTY4UIOP2XC"
 TAG = "[REDACTED:aws-access-key]"

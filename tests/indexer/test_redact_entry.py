@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from indexer.models import Entry
-from indexer.redact import redact_detail, redact_entry, redact_text
+from indexer.redact.text import redact_detail, redact_entry, redact_text
 
 KEY = "AKIAZ7QWERTY4UIOP2XC"
 TAG = "[REDACTED:aws-access-key]"

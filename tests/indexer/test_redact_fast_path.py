@@ -13,14 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer import redact, secret_scan
-from indexer.decoded import base64_blobs, base64_run_spans
 from indexer.models import Entry, HookPayload
-from indexer.normalize import PayloadError, normalize
-from indexer.redact import _ENTRY_TEXT, redact_detail, redact_entry, redact_text
-from indexer.redact_raw import redact_bytes
-from indexer.secret_rules import RULES
-from indexer.secret_scan import _START_WORDS, _matches, probe
+from indexer.prepare.normalize import PayloadError, normalize
+from indexer.redact import scan as secret_scan
+from indexer.redact import text as redact
+from indexer.redact.decoded import base64_blobs, base64_run_spans
+from indexer.redact.raw import redact_bytes
+from indexer.redact.rules import RULES
+from indexer.redact.scan import _START_WORDS, _matches, probe
+from indexer.redact.text import _ENTRY_TEXT, redact_detail, redact_entry, redact_text
 from tests.helpers import CORPUS
 
 _PAYLOAD = msgspec.json.Decoder(HookPayload)

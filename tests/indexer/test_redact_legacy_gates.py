@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from indexer.redact import redact_text
-from indexer.redact_raw import redact_bytes
-from indexer.secret_scan import LEGACY, probe
+from indexer.redact.raw import redact_bytes
+from indexer.redact.scan import LEGACY, probe
+from indexer.redact.text import redact_text
 
 # One text per handler of the earlier rules, each one they redact (built from parts so that
 # no scanner flags this file).

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from indexer.redact import redact_text
+from indexer.redact.text import redact_text
 
 _HEADER = "-----BEGIN OPENSSH " + "PRIVATE KEY-----"
 _BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"

@@ -8,10 +8,10 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer import redact
 from indexer.models import Entry
-from indexer.redact import _redact_layer, redact_text
-from indexer.secret_scan import find_secrets, probe
+from indexer.redact import text as redact
+from indexer.redact.scan import find_secrets, probe
+from indexer.redact.text import _redact_layer, redact_text
 from tests.planted_secrets import PLANTED
 
 _CONTEXTS = [p.context.replace("{s}", p.secret) for p in PLANTED]

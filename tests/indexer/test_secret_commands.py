@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.redact import redact_text
-from indexer.secret_scan import find_secrets
+from indexer.redact.scan import find_secrets
+from indexer.redact.text import redact_text
 
 PW = "Xq7vR2mK9pL4wZ8n"
 VAULT_LEGACY = "s.Hg5DThIdm4tJkqEFNgyJn8GM"

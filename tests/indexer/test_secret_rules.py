@@ -9,10 +9,10 @@ import json
 import pytest
 from planted_secrets import PLANTED, base64_wrapped, fingerprint, json_escaped, url_encoded
 
-from indexer.decoded import decode_base64, unescape
-from indexer.redact import redact_detail, redact_text
-from indexer.secret_rules import KINDS, RULES
-from indexer.secret_scan import find_secrets, probe
+from indexer.redact.decoded import decode_base64, unescape
+from indexer.redact.rules import KINDS, RULES
+from indexer.redact.scan import find_secrets, probe
+from indexer.redact.text import redact_detail, redact_text
 
 _IDS = [f"{p.kind}-{n % 3 + 1}" for n, p in enumerate(PLANTED)]
 

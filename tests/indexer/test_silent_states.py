@@ -17,7 +17,7 @@ from test_daemon import start_daemon, stop, wait_started
 from indexer.config import Config
 from indexer.hook import append_line, build_line, segment_name
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, is_locked, open_writer, writer_lock
+from indexer.writer.catch_up import catch_up, is_locked, open_writer, writer_lock
 from summarizer.daemon.retention import prune_spool
 
 OLD_SEGMENT = "20200101T00.jsonl"

@@ -1,4 +1,4 @@
-"""Tests for indexer.spool: line splitting (I4), envelope decoding (pure)."""
+"""Tests for indexer.spool.lines: line splitting (I4), envelope decoding (pure)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from indexer.hook import build_line
-from indexer.spool import (
+from indexer.spool.lines import (
     LineError,
     decode_envelope,
     is_segment_name,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from indexer.hook import build_line
 from indexer.models import HookPayload
-from indexer.spool import LineError, decode_envelope, written_envelope
+from indexer.spool.lines import LineError, decode_envelope, written_envelope
 from tests.helpers import CORPUS
 
 _PAYLOAD = msgspec.json.Decoder(HookPayload)
@@ -33,7 +33,7 @@ def full(line: bytes) -> tuple[Any, ...]:
 
 
 def fast_then_full(line: bytes) -> tuple[Any, ...]:
-    """What ingest makes of it now (indexer.ingest_lines: the written layout first)."""
+    """What ingest makes of it now (indexer.ingest.lines: the written layout first)."""
     env = written_envelope(line)
     if env is not None:
         try:

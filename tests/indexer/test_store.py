@@ -1,4 +1,4 @@
-"""indexer/store.py: schema and versions, file generations, deduplicated inserts, round trips."""
+"""indexer/index/store.py: schema and versions, file generations, deduplicated inserts, round trips."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from indexer.entry_keys import tool_key
 from indexer.errors import IndexCorruptError, StateDirError
-from indexer.models import Entry
-from indexer.store import (
+from indexer.index.keys import tool_key
+from indexer.index.store import (
     SCHEMA_VERSION,
     active_files,
     agent_entries,
@@ -33,7 +32,8 @@ from indexer.store import (
     save_file,
     set_meta,
 )
-from indexer.transactions import transaction
+from indexer.index.transactions import transaction
+from indexer.models import Entry
 
 
 def _entry(ts: int, pid: int = 1, **kw: object) -> Entry:

@@ -1,4 +1,4 @@
-"""Tests for indexer.tailer: the rotation/truncation decision table (I5) and bounded reads."""
+"""Tests for indexer.spool.tailer: the rotation/truncation decision table (I5) and bounded reads."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.tailer import (
+from indexer.spool.tailer import (
     HEAD_BYTES,
     MARKER_BYTES,
     Action,

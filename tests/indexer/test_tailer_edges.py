@@ -1,4 +1,4 @@
-"""indexer.tailer at its edges: offsets at and past EOF, short files, and the read growth step."""
+"""indexer.spool.tailer at its edges: offsets at and past EOF, short files, and the read growth step."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.tailer import (
+from indexer.spool.tailer import (
     HEAD_BYTES,
     MARKER_BYTES,
     Action,

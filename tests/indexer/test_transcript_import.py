@@ -13,9 +13,9 @@ import pytest
 from helpers import CORPUS, import_transcripts
 
 from indexer.paths import StatePaths
-from indexer.transcript_import import ImportStats
-from indexer.transcript_paths import project_dir, project_folder_name
-from indexer.writer import catch_up
+from indexer.transcripts.paths import project_dir, project_folder_name
+from indexer.writer.catch_up import catch_up
+from indexer.writer.importer import ImportStats
 
 TRANSCRIPTS = CORPUS / "transcripts"
 CHICKEN = "6e6cddcb-4e40-4782-ab78-81a62ee507e6"
@@ -513,7 +513,7 @@ def test_leaving_out_unread_tool_responses_changes_no_entry(
 ) -> None:
     # The import leaves out the tool responses no entry uses (normalize.reads_response);
     # with every response kept, as a hook sends it, the index must come out the same.
-    import indexer.transcript_records as records
+    import indexer.transcripts.records as records
 
     trimmed, full = tmp_path / "trimmed" / ".ctxd", tmp_path / "full" / ".ctxd"
     _import(trimmed, _corpus_files())

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from helpers import import_transcripts
 
-from indexer.transcript_import import ImportStats
-from indexer.transcript_records import Converter
+from indexer.transcripts.records import Converter
+from indexer.writer.importer import ImportStats
 
 STAMP = "2026-03-01T10:00:00.123Z"
 CALLS_UUID = "00000000-0000-4000-8000-0000000000a1"

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from helpers import CORPUS, import_transcripts
 
-import indexer.transcript_records as records
+import indexer.transcripts.records as records
 from indexer.models import HookPayload
 
 TRANSCRIPTS = CORPUS / "transcripts"

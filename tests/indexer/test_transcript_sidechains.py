@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from helpers import CORPUS, run_cli
 
-from indexer.transcript_sidechains import ORPHAN_PREFIX, Sidechains
+from indexer.transcripts.sidechains import ORPHAN_PREFIX, Sidechains
 
 TRANSCRIPTS = CORPUS / "transcripts"
 VIEWER = "d-kimuson__claude-code-viewer"

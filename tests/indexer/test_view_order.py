@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 from test_views import SEALED, SESSION, base, make_state, on_disk, render, task_done, task_start
 
-from indexer import fileio, store, view_writer
+from indexer import fileio
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
+from indexer.index import store
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.views import writer as view_writer
+from indexer.writer.catch_up import catch_up, open_writer, writer_lock
 
 T0 = 1_760_000_000_000_000_000  # ns
 MS = 1_000_000
@@ -164,7 +166,7 @@ def test_a_kill_between_the_appends_and_their_commit_still_orders_the_view(
     def killed(*args: Any) -> None:
         raise _Killed
 
-    from indexer import view_order
+    from indexer.views import order as view_order
 
     monkeypatch.setattr(view_order, "note", killed)
     with writer_lock(paths):
@@ -229,7 +231,7 @@ def test_rebuild_writes_views_in_event_time_order(tmp_path: Path) -> None:
     before = on_disk(paths)
     for path in before:
         path.unlink()
-    from indexer import views
+    from indexer.views import update as views
 
     conn = store.connect(paths.index_db)
     try:

@@ -26,10 +26,11 @@ from test_views import (
     tool,
 )
 
-from indexer import store, view_writer
 from indexer.config import Config, IngestConfig
+from indexer.index import store
 from indexer.paths import StatePaths
-from indexer.writer import open_writer
+from indexer.views import writer as view_writer
+from indexer.writer.catch_up import open_writer
 
 PARALLEL_START = [
     task_start("toolu_ta", "alpha", "coder", "Build the API"),

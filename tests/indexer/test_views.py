@@ -1,4 +1,4 @@
-"""Tests for indexer.views: per-agent JSONL views after commits, crash catch-up, rebuild, moves.
+"""Tests for indexer.views.update: per-agent JSONL views after commits, crash catch-up, rebuild, moves.
 
 The reference for every check is the index itself: `render(index)` below renders each view
 from the committed entries; the files on disk must equal it byte for byte.
@@ -18,12 +18,15 @@ import msgspec
 import pytest
 from helpers import run_cli
 
-from indexer import fileio, store, view_writer, views
+from indexer import fileio
 from indexer.config import Config
 from indexer.hook import build_line
+from indexer.index import store
+from indexer.index.transactions import transaction
 from indexer.paths import StatePaths
-from indexer.transactions import transaction
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.views import update as views
+from indexer.views import writer as view_writer
+from indexer.writer.catch_up import catch_up, open_writer, writer_lock
 
 SEALED = "20200101T00.jsonl"
 SESSION = "0f6a6c8e-1b2d-4c3e-9f40-5a6b7c8d9e01"
@@ -109,7 +112,7 @@ ENTRY_SQL = (
 
 def render(paths: StatePaths) -> dict[Path, bytes]:
     """Every view as the index says it must be, written out here from the entries table alone
-    (not with indexer.views): one line per entry in event-time order (ts_ns, then pid), in the
+    (not with indexer.views.update): one line per entry in event-time order (ts_ns, then pid), in the
     agent's file, and in the two instruction views for agent_start/complete/launched/failed."""
     conn = sqlite3.connect(f"file:{paths.index_db}?mode=ro", uri=True)
     try:

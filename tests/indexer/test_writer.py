@@ -1,4 +1,4 @@
-"""indexer/writer.py: the exclusive writer lock, catch-up with and without a lock holder, and
+"""indexer/writer/catch_up.py: the exclusive writer lock, catch-up with and without a lock holder, and
 with a daemon (what answers on the state dir's socket, not merely what holds the lock)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from helpers import hook_env, payload, run_hook
 
-from indexer import daemon_channel
+from indexer.daemon import protocol as daemon_channel
 from indexer.errors import IndexBusyError
 from indexer.paths import StatePaths
-from indexer.writer import (
+from indexer.writer.catch_up import (
     catch_up,
     daemon_running,
     daemon_writer_lock,

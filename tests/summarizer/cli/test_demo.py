@@ -11,7 +11,7 @@ import pytest
 from helpers import REPO, clean_env, hook_env, payload, run_hook
 
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, writer_lock
+from indexer.writer.catch_up import catch_up, writer_lock
 from summarizer.cli import demo
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import CORPUS, clean_env
 
-from indexer.transcript_paths import project_folder_name
+from indexer.transcripts.paths import project_folder_name
 
 TRANSCRIPTS = CORPUS / "transcripts"
 CHICKEN_TRANSCRIPT = (
@@ -209,7 +209,7 @@ def test_all_imports_every_project_folder(tmp_path: Path) -> None:
 
 def test_the_command_says_to_stop_the_daemon_that_holds_the_index(tmp_path: Path) -> None:
     from indexer.paths import StatePaths
-    from indexer.writer import writer_lock
+    from indexer.writer.catch_up import writer_lock
 
     state = tmp_path / ".ctxd"
     source = str(TRANSCRIPTS / "noahmbrown2-pixel__ice-hockey-game" / "chat.jsonl")

@@ -13,9 +13,9 @@ from helpers import poll, run_cli
 from resume_story import Daemons, encode, make_project, project_env, session_start
 from subreaper import HookRun, run_hook_as_subreaper
 
-from indexer import daemon_channel
+from indexer.daemon import protocol as daemon_channel
 from indexer.paths import StatePaths
-from indexer.writer import is_locked, writer_lock
+from indexer.writer.catch_up import is_locked, writer_lock
 
 
 @pytest.fixture

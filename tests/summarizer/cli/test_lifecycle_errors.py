@@ -15,9 +15,9 @@ from pathlib import Path
 
 from helpers import REPO, clean_env, poll, run_cli
 
-from indexer import daemon_channel
+from indexer.daemon import protocol as daemon_channel
 from indexer.paths import StatePaths
-from indexer.writer import is_locked
+from indexer.writer.catch_up import is_locked
 
 
 def _ctxd(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -39,8 +39,8 @@ NEEDLESS = (
     "watchdog",
     "apscheduler",
     "msgspec",
-    "indexer.ingest",
-    "indexer.writer",
+    "indexer.ingest.ingestor",
+    "indexer.writer.catch_up",
     "summarizer.memory.inject",
 )
 

@@ -14,9 +14,9 @@ import threading
 import time
 from pathlib import Path
 
-from indexer import daemon_channel
+from indexer.daemon import protocol as daemon_channel
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.writer.catch_up import catch_up, open_writer, writer_lock
 from tests.helpers import REPO, clean_env, payload, poll
 
 

@@ -11,8 +11,9 @@ import pytest
 from helpers import poll
 from memory_helpers import jobs_beside_a_writer, prompt, spool
 
-from indexer import purge, store
-from indexer.transactions import transaction
+from indexer.index import store
+from indexer.index.transactions import transaction
+from indexer.retention import purge
 from summarizer.daemon import jobs
 from summarizer.memory import store as memory_store
 

@@ -17,11 +17,12 @@ import pytest
 from helpers import REPO, hook_env, poll, run_cli, run_hook
 from memory_helpers import base, emit_payload, prompt, spool
 
-from indexer import daemon_channel, store
 from indexer.config import Config, SummarizerConfig
-from indexer.ingest import IngestStats
+from indexer.daemon import protocol as daemon_channel
+from indexer.index import store
+from indexer.ingest.ingestor import IngestStats
 from indexer.paths import StatePaths
-from indexer.writer import open_writer, writer_lock
+from indexer.writer.catch_up import open_writer, writer_lock
 from summarizer.daemon import jobs
 from summarizer.daemon.channel import RequestServer
 from summarizer.daemon.service import Daemon

@@ -11,7 +11,7 @@ from helpers import payload, poll, query
 from indexer.config import Config, IngestConfig
 from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 from summarizer.daemon.service import Daemon
 
 LINES = 40

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from memory_helpers import emit_payload, spool
 
-from indexer import daemon_channel, store
 from indexer.config import Config
+from indexer.daemon import protocol as daemon_channel
+from indexer.index import store
 from indexer.models import Entry
 from indexer.paths import StatePaths
 from summarizer.memory import hooks

@@ -18,11 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from resume_story import IN_PROGRESS_TASK, SID, make_project, story
 
-from indexer import hook, store
+from indexer import hook
 from indexer.config import Config, ResumeConfig
+from indexer.index import store
 from indexer.models import Entry
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 from summarizer.common.models import Constraint, Decision, Failure, Memory
 from summarizer.common.tokens import get_counter
 from summarizer.daemon.session_jobs import sync_sessions

@@ -288,7 +288,7 @@ def test_fast_path_imports_only_the_standard_library(project: Path) -> None:
         "import summarizer.resume.hook as r;"
         "out = r.session_start_output(sys.stdin.buffer.read(), sys.argv[2]);"
         "heavy = {'msgspec', 'sqlite3', 'tiktoken', 'json', 're', 'typing', 'tomllib',"
-        " 'threading', 'subprocess', 'indexer.store'} & (set(sys.modules) - before);"
+        " 'threading', 'subprocess', 'indexer.index.store'} & (set(sys.modules) - before);"
         "print(sorted(heavy)); print(out)"
     )
     done = subprocess.run(

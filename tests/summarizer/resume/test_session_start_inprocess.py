@@ -21,7 +21,7 @@ from helpers import payload
 
 from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import writer_lock
+from indexer.writer.catch_up import writer_lock
 from summarizer.resume import spawn
 from summarizer.resume.files import lock_folder
 from summarizer.resume.handback import REPEATED_COMPACT

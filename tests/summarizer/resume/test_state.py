@@ -7,7 +7,7 @@ from typing import Any
 
 from memory_helpers import PROJECT, SESSION, bash, edit, entry, prompt, replay
 
-from indexer import store
+from indexer.index import store
 from indexer.models import Entry
 from summarizer.resume.state import (
     SessionFacts,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from memory_helpers import prompt, replay
 
-from indexer import search_index, store
+from indexer.index import store
+from indexer.search import index as search_index
 from summarizer.search.query import to_match
 
 

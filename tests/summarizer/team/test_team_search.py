@@ -13,8 +13,8 @@ from helpers import run_cli
 from memory_helpers import base, bash, prompt, replay
 from team_helpers import team_config, write_config
 
-from indexer import store
 from indexer.config import load_config
+from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.memory.compact import compact_now
 from summarizer.memory.emit import emit
