@@ -1,8 +1,9 @@
 """ctxd's write path: the hook, the spool, and the SQLite index with per-agent views.
 
-The summarizer reads the index through `indexer.queries.query`, `indexer.queries.history` and `indexer.retention.purge`
-(sqlite3 errors leave them as `IndexAccessError`s) and takes the helpers it needs from the
-names exported here; the other modules are internal (tests/test_layers.py checks it).
+The summarizer reads the index through `indexer.queries.query`, `indexer.queries.history`
+and `indexer.retention.purge` (sqlite3 errors leave them as `IndexAccessError`s) and takes
+the helpers it needs from the names exported here; the other modules are internal
+(tests/test_layers.py checks it).
 
 Exports are resolved lazily (PEP 562) so that `ctxd-hook`, which imports `indexer.hook`
 and therefore this package first, loads no third-party module (ARCHITECTURE I1).

@@ -70,7 +70,7 @@ class PrepareWorker:
     """The writer's handle on one worker process, started for one ingest pass."""
 
     def __init__(self, cfg: IngestConfig) -> None:
-        root = str(Path(__file__).resolve().parents[1])
+        root = str(Path(__file__).resolve().parents[2])  # the folder holding indexer/
         # stderr to /dev/null: a traceback could quote an unredacted event (I10).
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _CHILD, root],

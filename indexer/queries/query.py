@@ -195,7 +195,7 @@ def session_table(conn: sqlite3.Connection) -> list[tuple[str, str, int, str]]:
     return conn.execute("SELECT session_id, title, events, status FROM sessions").fetchall()
 
 
-# --- entries: small facts (whole entries are in indexer.queries.history) ------------------------------
+# --- entries: small facts (whole entries are in indexer.queries.history) -------------------
 
 
 @_guard("entries")

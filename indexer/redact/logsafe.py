@@ -16,7 +16,7 @@ __all__ = ["MAX_RECORD_CHARS", "RedactingFormatter", "bounded", "failure", "reda
 
 # A longer record keeps its head and tail (a usual traceback fits; a quoted payload may not).
 MAX_RECORD_CHARS = 8192
-_INSTALLED = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_INSTALLED = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 def bounded(text: str, limit: int = MAX_RECORD_CHARS) -> str:

@@ -22,6 +22,7 @@ from indexer.index import store
 from indexer.index.transactions import transaction
 from indexer.paths import StatePaths
 from indexer.search import index as search_index
+from indexer.search import query as search_query
 from indexer.writer.catch_up import catch_up
 from summarizer.cli.parse_search import KINDS as CLI_KINDS
 from summarizer.memory.compact import compact_now
@@ -335,8 +336,8 @@ def test_a_common_word_ranks_the_latest_events_and_every_memory_item(tmp_path: P
     try:
         match = to_match("plover")
 
-        def found(**kw: Any) -> list[search_index.Hit]:
-            return search_index.query(
+        def found(**kw: Any) -> list[search_query.Hit]:
+            return search_query.query(
                 conn, match, now_ns=time.time_ns(), half_life_h=168, limit=50, candidates=50, **kw
             )
 
