@@ -2,7 +2,7 @@
 
 Spool lines are written here with chosen times (`build_line`), so that later lines carry older
 events, as a transcript imported after the hooks captured the rest of its session does. The
-reference is `render(index)` (tests/indexer/test_views.py): every view's entries by
+reference is `render(index)` (tests/indexer/views/test_views.py): every view's entries by
 (ts_ns, pid), from the committed entries alone.
 """
 

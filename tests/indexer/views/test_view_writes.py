@@ -1,6 +1,6 @@
 """Tests for the view writer's cheap paths: folders opened once, no rebuild when nothing moved.
 
-Each check compares the files with `render(index)` (tests/indexer/test_views.py), which writes
+Each check compares the files with `render(index)` (tests/indexer/views/test_views.py), which writes
 every view from the committed entries alone, so a shortcut that loses or repeats a line fails.
 """
 
