@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from indexer.hook import run
+from ctxd_hook.hook import run
 from indexer.paths import StatePaths
 from indexer.queries import history, query
 from indexer.writer.catch_up import catch_up

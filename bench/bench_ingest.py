@@ -41,8 +41,8 @@ import msgspec
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from ctxd_hook.hook import build_line  # noqa: E402
 from indexer.config import Config, IngestConfig  # noqa: E402
-from indexer.hook import build_line  # noqa: E402
 from indexer.index import store  # noqa: E402
 from indexer.ingest.ingestor import Ingestor  # noqa: E402
 from indexer.ingest.worker import PrepareWorker  # noqa: E402

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_index import build
 
+from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.config import Config
-from indexer.hook import append_line, build_line, segment_name
 from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.memory.compact import compact_and_publish

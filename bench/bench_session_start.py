@@ -26,7 +26,7 @@ from indexer.writer.catch_up import catch_up  # noqa: E402
 from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session  # noqa: E402
 from summarizer.resume import writer as resume  # noqa: E402
 
-HOOK = [sys.executable, "-I", "-S", str(REPO / "indexer" / "run_hook.py")]  # what init installs
+HOOK = [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")]  # what init installs
 BASELINE = [sys.executable, "-I", "-c", "pass"]
 SID = DEMO_SESSION_ID
 _ENV_DROP = ("CTXD_HOME", "CLAUDE_PROJECT_DIR", "PYTHONPATH")

@@ -46,8 +46,8 @@ from bench_search import build as build_index  # noqa: E402
 from bench_search import queries  # noqa: E402
 from pg_helpers import PgCluster  # noqa: E402
 
+from ctxd_hook.hook import append_line, build_line, segment_name  # noqa: E402
 from indexer.config import parse_config  # noqa: E402
-from indexer.hook import append_line, build_line, segment_name  # noqa: E402
 from indexer.index import store  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from summarizer.search.service import Filters, search  # noqa: E402

@@ -1,12 +1,12 @@
-"""ctxd's write path: the hook, the spool, and the SQLite index with per-agent views.
+"""ctxd's write path: the spool, and the SQLite index with per-agent views.
 
 The summarizer reads the index through `indexer.queries.query`, `indexer.queries.history`
 and `indexer.retention.purge` (sqlite3 errors leave them as `IndexAccessError`s) and takes
 the helpers it needs from the names exported here; the other modules are internal
 (tests/test_layers.py checks it).
 
-Exports are resolved lazily (PEP 562) so that `ctxd-hook`, which imports `indexer.hook`
-and therefore this package first, loads no third-party module (ARCHITECTURE I1).
+Exports are resolved lazily (PEP 562) so that the hook's SessionStart path, which imports
+this package, loads no third-party module (ARCHITECTURE I1).
 """
 
 from __future__ import annotations
@@ -33,15 +33,13 @@ if TYPE_CHECKING:
         translate_sqlite_errors,
     )
     from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
-    from indexer.hook_losses import HOOK_FAILURES, failure_count, loss_files, losses
-    from indexer.hook_recall import RECALL_DIR, command_files, row_id
     from indexer.index.release import LARGE_PASS_LINES, malloc_trim, release_memory
     from indexer.index.store import WRITER_CACHE_KIB, StoredEntry
     from indexer.ingest.lines import IngestStats
     from indexer.locks import flock_within, lock_is_held
+    from indexer.lost_events import HOOK_FAILURES, failure_count, loss_files, losses
     from indexer.models import Entry
     from indexer.paths import StatePaths, resolve_state_paths
-    from indexer.plugin import CTXD_VENV, ignore_in_git, installed_ctxd
     from indexer.prepare.normalize import AGENT_TOOLS, EDIT_TOOLS
     from indexer.redact.logsafe import RedactingFormatter, bounded, redact_last_resort
     from indexer.redact.text import redact_entry, redact_text, secret_kinds
@@ -89,13 +87,10 @@ _EXPORTS = {
     "IndexAccessError": "indexer.errors",
     "IndexUnavailableError": "indexer.errors",
     "translate_sqlite_errors": "indexer.errors",
-    "HOOK_FAILURES": "indexer.hook_losses",
-    "RECALL_DIR": "indexer.hook_recall",
-    "command_files": "indexer.hook_recall",
-    "row_id": "indexer.hook_recall",
-    "failure_count": "indexer.hook_losses",
-    "loss_files": "indexer.hook_losses",
-    "losses": "indexer.hook_losses",
+    "HOOK_FAILURES": "indexer.lost_events",
+    "failure_count": "indexer.lost_events",
+    "loss_files": "indexer.lost_events",
+    "losses": "indexer.lost_events",
     "write_atomic": "indexer.fileio",
     "sweep_temp_files": "indexer.fileio",
     "lines_backwards": "indexer.fileio",
@@ -131,19 +126,14 @@ _EXPORTS = {
     "LARGE_PASS_LINES": "indexer.index.release",
     "unread_bytes": "indexer.spool.changes",
     "WRITER_CACHE_KIB": "indexer.index.store",
-    "CTXD_VENV": "indexer.plugin",
-    "installed_ctxd": "indexer.plugin",
-    "ignore_in_git": "indexer.plugin",
 }
 
 __all__ = [
     "AGENT_TOOLS",
-    "CTXD_VENV",
     "EDIT_TOOLS",
     "HOOK_FAILURES",
     "INT64_MAX",
     "LARGE_PASS_LINES",
-    "RECALL_DIR",
     "WRITER_CACHE_KIB",
     "Config",
     "ConfigError",
@@ -165,14 +155,11 @@ __all__ = [
     "StoredEntry",
     "bounded",
     "catch_up",
-    "command_files",
     "delete_segment",
     "failure_count",
     "flock_within",
     "git_root",
     "has_unread",
-    "ignore_in_git",
-    "installed_ctxd",
     "is_locked",
     "is_segment_name",
     "iso_utc",
@@ -194,7 +181,6 @@ __all__ = [
     "release_memory",
     "resolve_state_paths",
     "rewrite_segment",
-    "row_id",
     "secret_kinds",
     "session_of",
     "snapshot",

@@ -1,23 +1,24 @@
-"""The hook's entry script (`ctxd init` installs it, the plugin runs it): the hook from bytecode."""
+"""Stand-in for the hook launcher earlier versions installed here: runs ctxd_hook/run_hook.py."""
 
-# A script is compiled from source on every run, and the hook's 370 lines took ~1.7 ms of
-# the ~9 ms an event costs; a module imported from it is compiled once into __pycache__.
-# -I leaves this folder off sys.path: it is appended (the standard library stays first), and
-# `hook` is imported by the name of its file, which reuses indexer.hook's cached bytecode.
+# `ctxd init` of an earlier version installed `<python> -I -S …/indexer/run_hook.py` in the
+# hooks of Claude Code and Codex. The hook has a package of its own now (ctxd_hook), which
+# `ctxd init` installs instead and `ctxd doctor` asks for; until then this script keeps those
+# hooks recording. It runs the launcher by its path and imports nothing of ctxd: the indexer
+# never depends on the hook, which sits above it. Standard library only, as the hook.
 import os
-import sys
+import runpy
 
-if os.environ.get("CLAUDE_PLUGIN_ROOT"):
-    # Run by the Claude Code plugin, from Claude Code's copy of it: that folder is Claude
-    # Code's to remove, so the bytecode goes to the user's cache folder instead.
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    sys.pycache_prefix = os.path.join(cache, "ctxd", "pycache")
-sys.path.append(os.path.dirname(__file__))
-import hook  # type: ignore[import-not-found]
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LAUNCHERS = (
+    os.path.join(_HERE, os.pardir, "ctxd_hook", "run_hook.py"),  # installed: beside indexer/
+    os.path.join(_HERE, os.pardir, "plugin", "ctxd_hook", "run_hook.py"),  # in a checkout
+)
 
-sys.path.pop()  # the rest of indexer/ is not made importable as top-level modules
-
-try:
-    hook.main()
-finally:
-    os._exit(0)  # as `python indexer/hook.py` does: no interpreter teardown, exit 0 always
+if __name__ == "__main__":
+    try:
+        for launcher in _LAUNCHERS:
+            if os.path.isfile(launcher):
+                runpy.run_path(os.path.normpath(launcher), run_name="__main__")
+                break
+    finally:
+        os._exit(0)  # as the hook does: exit 0 always

@@ -11,8 +11,9 @@ import pytest
 
 # `from helpers import ...` works however pytest was started (rootdir, -p, python -m pytest).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# tests/indexer/ and tests/summarizer/ mirror the packages: the real packages
-# (the checkout's root) must be found before those folders.
+# tests/indexer/, tests/summarizer/ and tests/ctxd_hook/ mirror the packages: the real packages
+# (the checkout's root, and plugin/ for the hook's) must be found before those folders.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # Some tests reuse another test module's helpers (`from test_daemon import ...`): every folder of
 # tests (they mirror the packages' folders) is importable, after the checkout's root.

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 # The real-payload corpus (not redistributable, so not committed): ../shared/corpus next to the
 # checkout, or $CTXD_TEST_CORPUS. Locally its tests skip without it; under CI=true the run fails.
 CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus")
-HOOK = REPO / "indexer" / "run_hook.py"
+HOOK = REPO / "plugin" / "ctxd_hook" / "run_hook.py"
 # The command Claude Code runs (see summarizer.cli.install): isolated mode, no site-packages.
 HOOK_CMD = (sys.executable, "-I", "-S", str(HOOK))
 # Variables that would redirect the state directory or the imports of a child process.
@@ -59,7 +59,7 @@ def run_hook(
     timeout: float = 30.0,
     **popen_kwargs: Any,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run the real hook script (`python -I -S indexer/run_hook.py`, what `ctxd init` installs) with `payload` on stdin.
+    """Run the real hook script (`python -I -S plugin/ctxd_hook/run_hook.py`, what `ctxd init` installs) with `payload` on stdin.
 
     `env` is passed as is (`{}` means no environment at all). Output is captured as bytes.
     """

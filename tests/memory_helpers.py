@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import hook
+from ctxd_hook import hook
 from indexer.index import store
 from indexer.models import Entry
 from indexer.paths import StatePaths

@@ -139,7 +139,7 @@ def test_help_groups_hold_every_command() -> None:
 def test_install_instructions_name_no_unpublished_package() -> None:
     # No release is published: every install command installs from a checkout or a repository,
     # never a name from PyPI (`ctxd` there is another project, `ctxd-claude` is not there).
-    from indexer.plugin import install_command
+    from ctxd_hook.plugin import install_command
 
     unpublished = re.compile(
         r"(?:pip|pipx|uv tool|uv pip) install (?:-\S+ )*ctxd(?:-claude)?(?![-\w/.])"

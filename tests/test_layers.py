@@ -55,7 +55,7 @@ def test_lazy_exports_are_complete_and_resolve(package: str) -> None:
 def test_importing_the_packages_loads_no_heavy_module() -> None:
     # `ctxd-hook` imports `indexer` first; `ctxd read` imports `summarizer` first.
     code = (
-        "import sys, indexer, summarizer, indexer.hook;"
+        "import sys, indexer, summarizer, ctxd_hook.hook;"
         "heavy = {'msgspec', 'sqlite3', 'tiktoken', 'watchdog', 'apscheduler'};"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))"
     )
@@ -83,7 +83,7 @@ def test_readonly_schema_version_matches_the_store() -> None:
 
 def test_read_on_a_current_index_loads_no_msgspec(tmp_path: Path) -> None:
     # The orchestrator's frequent `ctxd read`: when nothing is new it must stay light.
-    from indexer.hook import run
+    from ctxd_hook.hook import run
     from indexer.paths import StatePaths
     from indexer.writer.catch_up import catch_up
 
@@ -228,17 +228,6 @@ def test_no_import_circle() -> None:
     assert not circles, f"import circles: {circles}"
 
 
-def test_the_hook_script_and_statedir_share_one_rule() -> None:
-    # The hook script keeps a copy of the state-directory rule (it imports only the stdlib).
-    def body(path: Path) -> list[str]:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-        wanted = [f for f in funcs if f.name in ("state_dir", "_git_root", "git_root")]
-        return [ast.dump(f).replace("_git_root", "git_root") for f in wanted]
-
-    assert body(REPO / "indexer" / "hook.py") == body(REPO / "indexer" / "statedir.py")
-
-
 def test_public_entry_points_of_the_old_layout() -> None:
     import summarizer.cli
     import summarizer.emit
@@ -282,7 +271,9 @@ PUBLIC_INDEXER_MODULES = frozenset(
         "indexer.daemon.protocol",
         "indexer.errors",
         "indexer.queries.history",
-        "indexer.hook",
+        "indexer.lost_events",
+        "indexer.spool.append",
+        "indexer.statedir",
         "indexer.models",
         "indexer.paths",
         "indexer.retention.purge",

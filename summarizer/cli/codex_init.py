@@ -27,7 +27,8 @@ from summarizer.cli.codex_install import (
     update_config,
 )
 from summarizer.cli.gitignore import ensure_gitignored
-from summarizer.cli.install import InstallReport, SettingsError, default_hook_command, write_private
+from summarizer.cli.hook_command import default_hook_command
+from summarizer.cli.install import InstallReport, SettingsError, write_private
 
 __all__ = ["init_codex"]
 

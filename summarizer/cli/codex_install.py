@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from summarizer.cli.hook_command import HookCommand
 from summarizer.cli.install import (
-    HookCommand,
     InstallReport,
     MergeResult,
     Spec,
@@ -94,8 +94,9 @@ def codex_spec(command: HookCommand) -> Spec:
 
 
 def is_ctxd_codex_handler(handler: dict[str, Any]) -> bool:
-    """A command handler that runs ctxd's hook for Codex (`… run_hook.py --host codex`, or
-    `ctxd-hook --host codex`)."""
+    """A command handler that runs ctxd's hook for Codex (`…/ctxd_hook/run_hook.py --host
+    codex`, `ctxd-hook --host codex`, or `…/indexer/run_hook.py --host codex` as an earlier
+    version installed it)."""
     if not isinstance(handler, dict) or handler.get("type") != "command":
         return False
     command = handler.get("command")
@@ -108,7 +109,8 @@ def is_ctxd_codex_handler(handler: dict[str, Any]) -> bool:
     tail = words[-3:] if len(words) >= 3 else []
     script = tail[0].replace("\\", "/") if tail else ""
     return tuple(tail[1:]) == _HOST_ARGS and (
-        script.endswith("indexer/run_hook.py") or os.path.basename(script) == "ctxd-hook"
+        script.endswith(("ctxd_hook/run_hook.py", "indexer/run_hook.py"))
+        or os.path.basename(script) == "ctxd-hook"
     )
 
 

@@ -17,9 +17,9 @@ from indexer.paths import StatePaths
 from indexer.queries import history, query
 from indexer.writer.catch_up import catch_up
 from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
+from summarizer.cli.hook_command import hook_launcher
 
 PACKAGES = Path(__file__).resolve().parents[2]  # the folder holding indexer/ and summarizer/
-HOOK = PACKAGES / "indexer" / "run_hook.py"
 # Every step is a process of its own with a deadline: a step that does not finish has failed,
 # and the demo says so and exits non-zero instead of waiting.
 STEP_TIMEOUT_S = 120.0
@@ -185,7 +185,7 @@ def _hook(project: Path, data: bytes) -> bytes:
     env = {"PATH": os.environ.get("PATH", ""), "CLAUDE_PROJECT_DIR": str(project)}
     try:
         return subprocess.run(
-            [sys.executable, "-I", "-S", str(HOOK)],
+            [sys.executable, "-I", "-S", hook_launcher()],
             input=data,
             env=env,
             cwd=project,

@@ -260,7 +260,7 @@ _UNWRITABLE_FIXES = {
     "whose it is)",
     "disk full": "free space on the disk that holds {root}",
 }
-# What to do about each reason hook_losses records (its REASONS), "" for any other.
+# What to do about each reason the hook records (lost_events.REASONS), "" for any other.
 _LOSS_FIXES = {
     "disk full": "free space on the disk that holds {root}",
     "read-only file system": "remount the file system of {root} read-write, or point CTXD_HOME "

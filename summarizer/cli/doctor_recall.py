@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from indexer.config import Config
-from summarizer.cli.install import is_ctxd_handler
+from summarizer.cli.hook_command import is_ctxd_handler
 
 __all__ = ["recall_check"]
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from indexer import (
-    RECALL_DIR,
     RetentionReport,
     is_segment_name,
     rebuild_all,
@@ -30,6 +29,7 @@ from summarizer.common.cliargs import state_paths
 from summarizer.handoff.account import write_accounts
 from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
 from summarizer.memory.store import drop_orphan_terms
+from summarizer.resume.recall_table import RECALL_DIR
 from summarizer.resume.sessions import SessionNotFoundError, resolve_session
 
 __all__ = ["ForgetReport", "cmd_forget", "forget"]

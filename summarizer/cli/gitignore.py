@@ -1,10 +1,11 @@
-"""The project's .gitignore entries ctxd adds (its state, files with paths of this machine)."""
+"""The .gitignore lines ctxd writes: the project's (its state, this machine's paths), .ctxd's."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["ensure_gitignored", "is_gitignored", "remove_gitignored"]
+__all__ = ["ensure_gitignored", "ignore_in_git", "is_gitignored", "remove_gitignored"]
 
 
 def is_gitignored(project_root: Path, entry: str) -> bool:
@@ -40,3 +41,22 @@ def remove_gitignored(project_root: Path, entry: str) -> bool:
         return False
     path.write_text("".join(kept), encoding="utf-8")
     return True
+
+
+# As the plugin's hook writes it (plugin/ctxd_hook/plugin.py: a copy, the hook imports only
+# the standard library and its own folder; tests/ctxd_hook/test_copies.py checks they agree).
+def ignore_in_git(base: str) -> None:
+    """Put a `.gitignore` of `*` in the state dir: with the plugin, no `ctxd init` adds
+    `.ctxd/` to the project's .gitignore, and captured sessions must not get committed."""
+    try:
+        fd = os.open(
+            os.path.join(base, ".gitignore"),
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+        )
+    except OSError:  # already there (or not writable: the spool write said so already)
+        return
+    try:
+        os.write(fd, b"# written by ctxd: nothing in this folder belongs in git\n*\n")
+    finally:
+        os.close(fd)

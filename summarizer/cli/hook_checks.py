@@ -29,11 +29,12 @@ def settings_files(paths: StatePaths) -> list[Path]:
 
 def check_hooks(paths: StatePaths, codex: bool = False) -> Check:
     """The doctor line for ctxd's Claude Code hooks: in a settings file, or the plugin's."""
-    from summarizer.cli.install import EARLIER_ENTRY_POINT, EVENTS, handler_entry_point
+    from summarizer.cli.hook_command import EARLIER_ENTRY_POINTS, handler_entry_point
+    from summarizer.cli.install import EVENTS
 
     found: dict[str, Path] = {}
     broken: list[str] = []
-    older = False
+    older: set[str] = set()
     for path in settings_files(paths):
         try:
             doc = json.loads(path.read_bytes())
@@ -50,7 +51,8 @@ def check_hooks(paths: StatePaths, codex: bool = False) -> Check:
                     if entry_point:
                         found.setdefault(event, path)
                         broken.extend(_missing_programs(h))
-                        older |= entry_point == EARLIER_ENTRY_POINT
+                        if entry_point in EARLIER_ENTRY_POINTS:
+                            older.add(entry_point)
     init = "run `ctxd init` (or `ctxd init --user` for every project)"
     plugin = enabled_plugin(project_root(paths))
     if plugin and found:
@@ -86,16 +88,17 @@ def check_hooks(paths: StatePaths, codex: bool = False) -> Check:
         return Check(
             "WARN",
             "hooks",
-            f"installed in {where} as an earlier version did (indexer/hook.py run as a script, "
-            "compiled again for every event: about a quarter slower)",
-            f"{init} again to install indexer/run_hook.py",
+            f"installed in {where} as an earlier version did ({', '.join(sorted(older))}: "
+            "it still records, through a stand-in that runs the hook from its new place, "
+            "a little slower)",
+            f"{init} again to install ctxd_hook/run_hook.py",
         )
     return Check("OK", "hooks", f"all {len(EVENTS)} events installed in {where}")
 
 
 def _check_plugin(plugin: str) -> Check:
     """The plugin records by itself; the rest of its work needs it to find the ctxd command."""
-    from indexer import CTXD_VENV, installed_ctxd
+    from summarizer.cli.plugin_state import CTXD_VENV, installed_ctxd
 
     command, _python = installed_ctxd()
     if command:

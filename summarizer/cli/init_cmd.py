@@ -12,16 +12,19 @@ import json
 import os
 from pathlib import Path
 
-from indexer import ignore_in_git
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
-from summarizer.cli.gitignore import ensure_gitignored, is_gitignored, remove_gitignored
+from summarizer.cli.gitignore import (
+    ensure_gitignored,
+    ignore_in_git,
+    is_gitignored,
+    remove_gitignored,
+)
+from summarizer.cli.hook_command import HookCommand, default_hook_command
 from summarizer.cli.install import (
-    HookCommand,
     InstallReport,
     SettingsError,
     backup_path,
-    default_hook_command,
     install,
     uninstall,
     write_private,

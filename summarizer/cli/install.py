@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import importlib.util
 import json
 import os
 import shlex
 import stat
-import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from summarizer.cli.hook_command import HookCommand, is_ctxd_handler
+
 __all__ = [
-    "EARLIER_ENTRY_POINT", "ENTRY_POINTS", "EVENTS", "RECALL_MATCHER", "HookCommand",
-    "InstallReport", "IsOurs", "MergeResult", "SettingsError", "Spec", "backup_path",
-    "ctxd_hook_spec", "default_hook_command", "handler_entry_point", "install", "is_ctxd_handler",
-    "merge_hooks", "remove_hooks", "rewrite_json", "uninstall", "write_private",
+    "EVENTS", "RECALL_MATCHER", "InstallReport", "IsOurs", "MergeResult", "SettingsError", "Spec",
+    "backup_path", "ctxd_hook_spec", "install", "merge_hooks", "remove_hooks", "rewrite_json",
+    "uninstall", "write_private",
 ]  # fmt: skip
 
 EVENTS: tuple[str, ...] = (
@@ -45,21 +44,6 @@ Spec = dict[str, list[dict[str, Any]]]  # event -> matcher groups, shaped as in 
 
 class SettingsError(ValueError):
     """A settings file is not strict JSON or its `hooks` tree has the wrong shape."""
-
-
-@dataclass(frozen=True)
-class HookCommand:
-    """The hook's argv, run in exec form (no shell, so no shell-profile noise on stdout)."""
-
-    argv: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        if not self.argv or not all(isinstance(a, str) and a for a in self.argv):
-            raise ValueError(f"hook argv must be non-empty strings, got {self.argv!r}")
-        program = self.argv[0]
-        # A bare name (`ctxd-hook`) is looked up on PATH: the portable form for shared settings.
-        if not (os.path.isabs(program) or program.startswith("${CLAUDE_") or "/" not in program):
-            raise ValueError(f"hook program must be an absolute path or a name, got {program!r}")
 
 
 @dataclass(frozen=True)
@@ -90,19 +74,6 @@ class InstallReport:
     deleted: bool = False  # the file held nothing but ctxd's hooks and is gone
 
 
-def default_hook_command() -> HookCommand:
-    """This interpreter running `indexer/run_hook.py` (`-I -S`: no site, fast start; the hook
-    itself is then imported from its cached bytecode)."""
-    found = importlib.util.find_spec("indexer.run_hook")
-    if found is None or found.origin is None:
-        raise RuntimeError(
-            "indexer.run_hook is not importable: reinstall ctxd from its checkout "
-            f"({sys.executable} -m pip install --force-reinstall /path/to/your/ctxd/checkout)"
-        )
-    # abspath, not resolve: the venv's python symlink is what identifies the installation.
-    return HookCommand((os.path.abspath(sys.executable), "-I", "-S", os.path.abspath(found.origin)))
-
-
 def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = None,
                    recall: bool = True) -> Spec:  # fmt: skip
     """The matcher groups ctxd wants per event (`recall`: PreToolUse before recalled calls too)."""
@@ -117,7 +88,7 @@ def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = No
     if not is_ctxd_handler(base):
         # Otherwise the next install could not find the handler again and would duplicate it.
         raise ValueError(
-            f"not a ctxd hook command (ctxd-hook or indexer/run_hook.py): {command.argv}"
+            f"not a ctxd hook command (ctxd-hook or ctxd_hook/run_hook.py): {command.argv}"
         )
     spec: Spec = {}
     for event in EVENTS:
@@ -127,32 +98,6 @@ def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = No
         group["hooks"] = [{**base, "args": list(command.argv[1:]), "timeout": timeout}]
         spec[event] = [group]
     return spec
-
-
-def is_ctxd_handler(handler: dict[str, Any]) -> bool:
-    """True for a command handler that runs ctxd-hook, `…/indexer/run_hook.py`, `…/indexer/hook.py`
-    (what earlier versions installed) or `-m indexer.hook`.
-
-    The entry point is the marker: Claude Code validates settings, so an extra key could get
-    the whole file rejected, and a `statusMessage` would show in the user's spinner.
-    """
-    return bool(handler_entry_point(handler))
-
-
-def handler_entry_point(handler: dict[str, Any]) -> str:
-    """Which of ctxd's entry points a command handler runs (one of ENTRY_POINTS, or
-    "-m indexer.hook"); "" if none."""
-    if not isinstance(handler, dict) or handler.get("type") != "command":
-        return ""
-    command, args = handler.get("command"), handler.get("args")
-    words: list[str] = []
-    if isinstance(command, str) and command.strip():
-        words.append(command.split()[-1])  # shell form: the script is the last word
-    if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
-        words.append(args[-1])
-        if any(args[i : i + 2] == ["-m", "indexer.hook"] for i in range(len(args))):
-            return "-m indexer.hook"
-    return next((e for w in words if (e := _entry_point(w))), "")
 
 
 def merge_hooks(settings: dict[str, Any], spec: Spec, *, is_ours: IsOurs = is_ctxd_handler,
@@ -223,16 +168,6 @@ def backup_path(settings_path: Path, backup_dir: Path | None = None) -> Path:
         return settings_path.with_name(settings_path.name + ".ctxd-backup")
     tag = hashlib.sha1(str(settings_path.absolute()).encode()).hexdigest()[:8]
     return backup_dir / f"{settings_path.name}.{tag}.ctxd-backup"
-
-
-# What ctxd installs, then what earlier versions installed (the hook run as a script).
-ENTRY_POINTS = ("ctxd-hook", "indexer/run_hook.py", "indexer/hook.py")
-EARLIER_ENTRY_POINT = "indexer/hook.py"
-
-
-def _entry_point(word: str) -> str:
-    w = word.strip("'\"").replace("\\", "/")
-    return next((s for s in ENTRY_POINTS if w == s or w.endswith("/" + s)), "")
 
 
 def _norm_matcher(matcher: object) -> str:

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from indexer import hook
 from indexer.config import Config, load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from indexer.queries import history
+from indexer.statedir import state_dir as resolve_state_dir
 from indexer.writer.catch_up import lag
 from summarizer.common.tokens import get_counter
 from summarizer.memory.inject_cache import (
@@ -51,7 +51,7 @@ def _state_paths(
     root = str(Path(project_root).absolute())
     # The same rule the hooks use, with the orchestrator's project as CLAUDE_PROJECT_DIR.
     environ = {**os.environ, "CLAUDE_PROJECT_DIR": root}
-    return StatePaths(Path(hook.state_dir(environ, root)).absolute())
+    return StatePaths(Path(resolve_state_dir(environ, root)).absolute())
 
 
 class ContextAgent:

@@ -128,7 +128,7 @@ def _update_session(
     text, tokens, chars = render_context(state, "", config)
     state.context_tokens, state.context_chars = tokens, chars
     write_resume(paths, state, text)
-    # What PreToolUse recalls before an edit or a command (indexer/hook_recall.py); off, no
+    # What PreToolUse recalls before an edit or a command (ctxd_hook/recall.py); off, no
     # table, so the hook finds nothing.
     from summarizer.resume.recall_table import recall_rows, write_recall_table
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from helpers import CORPUS, hook_env, parse_envelope, query, run_cli, run_hook, spool_lines
 
-from indexer import hook
+from ctxd_hook import hook
 from indexer.redact.raw import may_contain_secret, redact_bytes
 from indexer.redact.text import redact_text
 

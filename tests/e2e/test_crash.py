@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from helpers import HOOK_CMD, REPO, hook_env, run_cli
 
-from indexer.hook import append_line, build_line, segment_name
+from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.index import store
 from indexer.paths import StatePaths
 from indexer.views import update as views

@@ -322,7 +322,7 @@ def _session_start_hook() -> tuple[list[str], bytes]:
         "hook_event_name": "SessionStart",
         "source": "compact",
     }
-    return [sys.executable, "-I", "-S", str(REPO / "indexer" / "run_hook.py")], json.dumps(
+    return [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")], json.dumps(
         event
     ).encode()
 

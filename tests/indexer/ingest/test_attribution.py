@@ -6,7 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from indexer.hook import run
+from ctxd_hook.hook import run
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up
 

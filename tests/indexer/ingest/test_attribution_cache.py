@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from helpers import CORPUS
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config, IngestConfig
-from indexer.hook import build_line
 from indexer.ingest import attribution
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import open_writer

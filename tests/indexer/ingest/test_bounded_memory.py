@@ -13,8 +13,8 @@ from pathlib import Path
 
 from helpers import payload
 
+from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.config import Config, IngestConfig
-from indexer.hook import append_line, build_line, segment_name
 from indexer.index.release import release_memory
 from indexer.index.store import StoredEntry
 from indexer.paths import StatePaths

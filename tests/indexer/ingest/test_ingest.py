@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
+from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.config import Config, IngestConfig
-from indexer.hook import append_line, build_line, segment_name
 from indexer.index import store
 from indexer.ingest.ingestor import Ingestor, IngestStats
 from indexer.paths import StatePaths

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config, IngestConfig
-from indexer.hook import build_line
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config
 from indexer.errors import IndexAccessError
-from indexer.hook import build_line
 from indexer.ingest import lines as ingest_lines
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up

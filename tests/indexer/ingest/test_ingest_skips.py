@@ -20,8 +20,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config, IngestConfig
-from indexer.hook import build_line
 from indexer.index import store
 from indexer.index.transactions import transaction
 from indexer.ingest import ingestor as ingest

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from helpers import payload, query
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config, IngestConfig
-from indexer.hook import build_line
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import open_writer, writer_lock
 

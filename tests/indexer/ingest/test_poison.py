@@ -13,7 +13,7 @@ from typing import Any
 
 from helpers import hook_env, payload, query, run_cli, run_hook
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up
 
@@ -125,7 +125,7 @@ def test_a_good_record_after_a_torn_fragment_is_indexed(state_dir: Path) -> None
     paths.ensure()
     segment = paths.spool / "20200101T00.jsonl"
     segment.write_bytes(build_line(good(1), 1_600_000_000_000_000_000, 7)[:90])
-    from indexer.hook import append_line
+    from ctxd_hook.hook import append_line
 
     append_line(str(paths.spool), segment.name, build_line(good(2), 1_600_000_000_000_000_001, 7))
     ingest(state_dir)
@@ -196,7 +196,7 @@ def test_claude_code_agent_id_naming_a_compat_view_is_remapped(state_dir: Path) 
 
 def test_every_name_the_state_dir_uses_is_reserved(tmp_path: Path) -> None:
     from indexer.daemon.protocol import SOCKET_NAME
-    from indexer.hook_losses import HOOK_FAILURES
+    from indexer.lost_events import HOOK_FAILURES
     from indexer.paths import RESERVED_NAMES, is_valid_session_id
     from indexer.views import rebuild as view_rebuild
     from indexer.views import update as views

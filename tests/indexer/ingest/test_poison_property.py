@@ -24,8 +24,8 @@ from helpers import CORPUS, avoid_hour_boundary, hook_env, run_hook
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.config import Config
-from indexer.hook import append_line, build_line, segment_name
 from indexer.paths import RESERVED_NAMES, RESERVED_VIEW_NAMES, StatePaths, is_valid_session_id
 from indexer.writer.catch_up import IndexWriter, open_writer, writer_lock
 

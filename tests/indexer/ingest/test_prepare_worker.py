@@ -17,8 +17,8 @@ from daemon_helpers import HOOKS, spooled_corpus
 from helpers import REPO, clean_env, poll, query
 from worker_helpers import GARBAGE_WORKER, no_child_left, signal_at
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config, IngestConfig
-from indexer.hook import build_line
 from indexer.ingest import worker as prepare_worker
 from indexer.ingest.ingestor import Ingestor
 from indexer.ingest.worker import PrepareWorker

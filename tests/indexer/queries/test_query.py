@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.hook import run
+from ctxd_hook.hook import run
 from indexer.paths import StatePaths
 from indexer.queries import history, query
 from indexer.retention import purge

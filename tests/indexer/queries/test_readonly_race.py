@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from helpers import payload
 
+from ctxd_hook.hook import build_line
 from indexer.config import load_config
-from indexer.hook import build_line
 from indexer.paths import StatePaths
 from indexer.queries.readonly import connect_readonly, index_is_current, spool_lag, spool_sizes
 from indexer.writer.catch_up import catch_up

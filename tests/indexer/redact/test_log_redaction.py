@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config
-from indexer.hook import build_line
 from indexer.paths import StatePaths
 from indexer.prepare import line as prepare
 from indexer.redact.logsafe import MAX_RECORD_CHARS, RedactingFormatter, bounded, failure

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers import run_cli
 
-from indexer import hook
+from ctxd_hook import hook
 from indexer.config import Config, RetentionConfig
 from indexer.index import store
 from indexer.paths import StatePaths

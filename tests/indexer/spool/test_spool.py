@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from indexer.spool.lines import (
     LineError,
     decode_envelope,

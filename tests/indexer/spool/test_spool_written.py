@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from indexer.models import HookPayload
 from indexer.spool.lines import LineError, decode_envelope, written_envelope
 from tests.helpers import CORPUS

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from test_views import SEALED, SESSION, base, make_state, on_disk, render, task_done, task_start
 
+from ctxd_hook.hook import build_line
 from indexer import fileio
 from indexer.config import Config, IngestConfig
-from indexer.hook import build_line
 from indexer.index import store
 from indexer.paths import StatePaths
 from indexer.views import writer as view_writer

@@ -18,9 +18,9 @@ import msgspec
 import pytest
 from helpers import run_cli
 
+from ctxd_hook.hook import build_line
 from indexer import fileio
 from indexer.config import Config
-from indexer.hook import build_line
 from indexer.index import store
 from indexer.index.transactions import transaction
 from indexer.paths import StatePaths

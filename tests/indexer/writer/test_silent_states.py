@@ -14,8 +14,8 @@ import pytest
 from helpers import avoid_hour_boundary, hook_env, payload, poll, query, run_cli, run_hook
 from test_daemon import start_daemon, stop, wait_started
 
+from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.config import Config
-from indexer.hook import append_line, build_line, segment_name
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up, is_locked, open_writer, writer_lock
 from summarizer.daemon.retention import prune_spool

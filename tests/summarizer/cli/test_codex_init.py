@@ -77,7 +77,7 @@ def test_install_trusts_every_hook_turns_the_feature_on_and_undoes_exactly(
     (pre,) = doc["hooks"]["PreToolUse"]
     assert pre["matcher"] == "spawn_agent"
     command = pre["hooks"][0]["command"]
-    assert command.startswith("exec ") and command.endswith("indexer/run_hook.py --host codex")
+    assert command.startswith("exec ") and command.endswith("ctxd_hook/run_hook.py --host codex")
     assert len(_trusted(home, hooks_path)) == 9
     config = (home / "config.toml").read_text()
     assert config.startswith(original)  # the user's lines, comments and all, as they were

@@ -24,7 +24,7 @@ from helpers import (
     spool_lines,
 )
 
-from indexer import hook
+from ctxd_hook import hook
 
 GONE = "aaaa0001-gone"
 KEPT = "bbbb0002-kept"
@@ -156,7 +156,7 @@ def test_a_line_that_only_mentions_the_session_stays(tmp_path: Path) -> None:
 _WRITER = """
 import os, sys, time
 sys.path.insert(0, sys.argv[1])
-from indexer import hook
+from ctxd_hook import hook
 spool, stop, record = sys.argv[2], sys.argv[3], sys.argv[4]
 n = 0
 with open(record, "w") as out:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
+import pytest
 from helpers import clean_env, run_cli
 
 from summarizer.cli.install import EVENTS, RECALL_MATCHER
@@ -26,7 +28,7 @@ def _ctxd_events(settings: Path) -> dict[str, list[dict[str, object]]]:
     for event, groups in doc.get("hooks", {}).items():
         for group in groups:
             for h in group["hooks"]:
-                if str(h.get("args", [""])[-1]).endswith("indexer/run_hook.py"):
+                if str(h.get("args", [""])[-1]).endswith("ctxd_hook/run_hook.py"):
                     found.setdefault(event, []).append({**h, "matcher": group.get("matcher")})
     return found
 
@@ -168,13 +170,15 @@ def test_doctor_after_init(tmp_path: Path) -> None:
     assert done.returncode == 1 and "FAIL  state dir" in done.stdout and "chmod" in done.stdout
 
 
-def test_hooks_of_an_earlier_version_are_reported_and_replaced(tmp_path: Path) -> None:
-    # Earlier versions installed `…/indexer/hook.py` itself, compiled again for every event.
+@pytest.mark.parametrize("earlier", ["indexer/hook.py", "indexer/run_hook.py"])
+def test_hooks_of_an_earlier_version_are_reported_and_replaced(tmp_path: Path, earlier: str) -> None:
+    # Earlier versions installed `…/indexer/hook.py` itself, compiled again for every event,
+    # then `…/indexer/run_hook.py`, before the hook had a package of its own.
     project = tmp_path / "app"
     project.mkdir()
     assert _init(project)[0] == 0
     settings = project / ".claude" / "settings.local.json"
-    older = settings.read_text().replace("indexer/run_hook.py", "indexer/hook.py")
+    older = re.sub(r"(plugin/)?ctxd_hook/run_hook\.py", earlier, settings.read_text())
     assert older != settings.read_text()
     settings.write_text(older)
     env = clean_env(HOME=str(tmp_path / "home"))
@@ -183,7 +187,7 @@ def test_hooks_of_an_earlier_version_are_reported_and_replaced(tmp_path: Path) -
     assert _init(project)[0] == 0  # init again: the earlier handlers are replaced, not added
     hooks = _ctxd_events(settings)
     assert set(hooks) == set(EVENTS) and all(len(h) == 1 for h in hooks.values())
-    assert "indexer/hook.py" not in settings.read_text()
+    assert earlier not in settings.read_text()
     assert "OK    hooks: all" in run_cli("doctor", cwd=project, env=env).stdout
 
 

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from summarizer.cli.install import EVENTS, default_hook_command, install
+from summarizer.cli.hook_command import default_hook_command
+from summarizer.cli.install import EVENTS, install
 from tests.helpers import clean_env, run_cli
 
 TEAM_SETTINGS = {
@@ -61,7 +62,7 @@ def ctxd_commands(settings: Path) -> list[str]:
         for groups in doc.get("hooks", {}).values()
         for group in groups
         for h in group["hooks"]
-        if "ctxd-hook" in h["command"] or "indexer/run_hook.py" in " ".join(h.get("args", []))
+        if "ctxd-hook" in h["command"] or "ctxd_hook/run_hook.py" in " ".join(h.get("args", []))
     ]
 
 

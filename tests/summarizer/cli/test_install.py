@@ -19,15 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from summarizer.cli.gitignore import ensure_gitignored
+from summarizer.cli.hook_command import HookCommand, default_hook_command, is_ctxd_handler
 from summarizer.cli.install import (
     EVENTS,
     RECALL_MATCHER,
-    HookCommand,
     SettingsError,
     ctxd_hook_spec,
-    default_hook_command,
     install,
-    is_ctxd_handler,
     merge_hooks,
     remove_hooks,
     uninstall,
@@ -130,6 +128,7 @@ def test_hook_command_validation() -> None:
     [
         ({"type": "command", "command": "/v/bin/ctxd-hook", "args": []}, True),
         ({"type": "command", "command": "/v/bin/ctxd-hook"}, True),
+        ({"type": "command", "command": "/v/bin/python", "args": ["-I", "-S", "/s/ctxd_hook/run_hook.py"]}, True),
         ({"type": "command", "command": "/v/bin/python", "args": ["-I", "-S", "/s/indexer/run_hook.py"]}, True),
         ({"type": "command", "command": "/v/bin/python", "args": ["-I", "-S", "/s/indexer/hook.py"]}, True),
         ({"type": "command", "command": "python3 /s/indexer/hook.py"}, True),
@@ -140,6 +139,7 @@ def test_hook_command_validation() -> None:
         ({"type": "command", "command": "/v/bin/ctxd-hook-wrapper"}, False),
         ({"type": "command", "command": "/x/hook.py"}, False),
         ({"type": "command", "command": "/x/otherindexer/hook.py"}, False),
+        ({"type": "command", "command": "/x/otherctxd_hook/run_hook.py"}, False),
         ({"type": "command", "command": "/x/run_hook.py"}, False),
         ({"type": "http", "url": "http://localhost/ctxd-hook"}, False),
         ({"type": "prompt", "prompt": "ctxd-hook"}, False),
@@ -423,7 +423,7 @@ def test_symlinked_settings_are_written_through(tmp_path: Path) -> None:
 def test_default_hook_command_runs_the_real_hook(tmp_path: Path) -> None:
     command = default_hook_command()
     assert command.argv[0] == os.path.abspath(sys.executable)
-    assert command.argv[1:3] == ("-I", "-S") and command.argv[3].endswith("indexer/run_hook.py")
+    assert command.argv[1:3] == ("-I", "-S") and command.argv[3].endswith("ctxd_hook/run_hook.py")
     handler = ctxd_hook_spec(command)["Stop"][0]["hooks"][0]
     env = {"PATH": os.environ.get("PATH", ""), "CTXD_HOME": str(tmp_path / "state")}
     payload = b'{"session_id":"s1","hook_event_name":"Stop","cwd":"/tmp"}'

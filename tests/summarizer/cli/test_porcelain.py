@@ -195,7 +195,7 @@ def test_status_json_times_are_iso_utc(tmp_path: Path) -> None:
 
 def test_the_hook_and_sessionstart_never_load_tqdm_or_the_progress_code() -> None:
     code = (
-        "import sys, indexer.hook, summarizer.resume.hook\n"
+        "import sys, ctxd_hook.hook, summarizer.resume.hook\n"
         "bad = [m for m in sys.modules if m == 'rich' or m.startswith(('rich.', 'tqdm'))"
         " or m == 'summarizer.cli.progress']\n"
         "assert not bad, bad\n"

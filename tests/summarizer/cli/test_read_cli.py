@@ -31,7 +31,7 @@ from helpers import (
     spool_files,
 )
 
-from indexer import hook
+from ctxd_hook import hook
 from summarizer.cli.app import build_parser
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "read"
@@ -540,7 +540,7 @@ def test_help_exits_zero(tmp_path: Path, command: str | None) -> None:
 def test_console_script_entry_points_name_real_functions() -> None:
     text = (REPO / "pyproject.toml").read_text()
     assert 'ctxd = "summarizer.cli.app:main"' in text
-    assert 'ctxd-hook = "indexer.hook:main"' in text
+    assert 'ctxd-hook = "ctxd_hook.hook:main"' in text
     assert callable(hook.main)
 
 

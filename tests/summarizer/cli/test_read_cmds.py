@@ -12,7 +12,7 @@ from typing import Any
 
 from helpers import REPO, clean_env, payload, run_cli
 
-from indexer.hook import append_line, build_line, segment_name
+from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.paths import StatePaths
 from summarizer.memory.inject import ContextAgent
 from summarizer.memory.inject_cache import CACHE_FILE

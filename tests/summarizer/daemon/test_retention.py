@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from indexer import hook
+from ctxd_hook import hook
 from indexer.config import Config, RetentionConfig
 from indexer.index import store
 from indexer.paths import StatePaths

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers import run_cli
 
-from indexer import hook
+from ctxd_hook import hook
 from indexer.index import store
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up, writer_lock

@@ -9,7 +9,7 @@ from typing import Any
 
 from helpers import payload
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from indexer.index import store
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up

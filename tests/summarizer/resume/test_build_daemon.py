@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from helpers import payload
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from indexer.paths import StatePaths
 from indexer.search import index as search_index
 from indexer.writer.catch_up import catch_up, open_writer, writer_lock

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from resume_story import IN_PROGRESS_TASK, SID, make_project, story
 
-from indexer import hook
+from ctxd_hook import hook
 from indexer.config import Config, ResumeConfig
 from indexer.index import store
 from indexer.models import Entry

@@ -61,7 +61,7 @@ def _play(project: Path) -> None:
     for payload in story(project):
         done = run_hook(encode(payload), env, cwd=project)
         # Tool events print nothing, but the recall a PreToolUse may hand back (its own tests:
-        # tests/indexer/test_hook_recall.py).
+        # tests/ctxd_hook/test_hook_recall.py).
         recall = done.stdout.startswith(b'{"hookSpecificOutput":{"hookEventName":"PreToolUse"')
         assert done.returncode == 0 and (done.stdout == b"" or recall), done
 
@@ -224,7 +224,7 @@ def test_concurrent_session_starts_inject_exactly_once(project: Path) -> None:
                 sys.executable,
                 "-I",
                 "-S",
-                str(Path(resume_hook.__file__).parents[2] / "indexer" / "run_hook.py"),
+                str(Path(resume_hook.__file__).parents[2] / "plugin" / "ctxd_hook" / "run_hook.py"),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -382,7 +382,7 @@ def test_stale_prebuilt_context_is_rebuilt(project: Path) -> None:
 
 
 def test_spool_tail_finds_the_sessions_newest_relevant_line(tmp_path: Path) -> None:
-    from indexer import hook
+    from ctxd_hook import hook
 
     spool = tmp_path / "spool"
     spool.mkdir()

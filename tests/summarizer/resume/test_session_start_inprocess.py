@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from helpers import payload
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import writer_lock
 from summarizer.resume import spawn

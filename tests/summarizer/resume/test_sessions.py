@@ -12,7 +12,7 @@ import pytest
 from helpers import run_cli
 from resume_story import IN_PROGRESS_TASK, SID, make_project, story
 
-from indexer import hook
+from ctxd_hook import hook
 from indexer.index import store
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up

@@ -11,7 +11,7 @@ import pytest
 from helpers import CORPUS as _CORPUS
 from resume_story import SID, make_project, task_events
 
-from indexer import hook
+from ctxd_hook import hook
 from indexer.index import store
 from indexer.models import Entry, HookPayload
 from indexer.paths import StatePaths

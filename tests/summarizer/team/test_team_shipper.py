@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from team_helpers import indexed, local_digest, spool_events, team_config, team_digest, team_scalar
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config
-from indexer.hook import build_line
 from indexer.paths import StatePaths
 from indexer.retention import purge
 from indexer.writer.catch_up import catch_up, open_writer, writer_lock

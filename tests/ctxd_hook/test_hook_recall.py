@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from helpers import hook_env, run_hook
 
-from indexer.hook_recall import HEAD, MAX_LINES, row_id
+from ctxd_hook.recall import HEAD, MAX_LINES, row_id
 
 SID = "5e1d0c2a-7f3b-4a9e-8c6d-1b2a3c4d5e6f"
 PROJECT = "/home/dev/shop"

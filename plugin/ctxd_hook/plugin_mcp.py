@@ -1,6 +1,6 @@
 """The plugin's MCP server: the installed `ctxd mcp`, or one that says how to install ctxd."""
 
-# Claude Code starts it as `python3 -I -S ${CLAUDE_PLUGIN_ROOT}/indexer/plugin_mcp.py`, with the
+# Claude Code starts it as `python3 -I -S ${CLAUDE_PLUGIN_ROOT}/ctxd_hook/plugin_mcp.py`, with the
 # project as its working directory. With the `ctxd` command installed, this process becomes
 # its `ctxd mcp` (exec: the same stdio, nothing in between). Without it, a server that exits
 # would be reported as failed in every session with no reason given; this one answers the
@@ -25,7 +25,7 @@ def main() -> None:
     """Exec the installed `ctxd mcp`, else serve the install instructions until EOF."""
     sys.dont_write_bytecode = True  # once a session; the plugin's folder is Claude Code's
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from indexer import plugin
+    from ctxd_hook import plugin
 
     _command, python = plugin.installed_ctxd()
     if python:

@@ -1,19 +1,17 @@
-"""Hook events that could not be spooled: counted where the hook can still write (stdlib)."""
+"""Counters of hook events that never reached the spool: made with the state dir, read back.
 
-# The hook must never fail the agent (I1), so an event it cannot append is lost; this module
-# makes sure the loss is counted, and why. One byte per lost event, its reason as a letter,
-# appended with one O_APPEND write (no lock, no parsing):
-#   - in `<state dir>/hook-failures`, which `StatePaths.ensure` creates ahead with a reserve
-#     of disk blocks beyond its end, so that appends still fit on a full disk;
-#   - else (a read-only state dir, one the hook's user cannot write or must not use: another
-#     user's, writable by others, a symlink) in the user's own state folder,
-#     `$XDG_STATE_HOME/ctxd/lost-events/<hash of the state dir's real path>`.
-# `ctxd status` and `ctxd doctor` add both up. Standard library only: the hook imports this
-# module on its failure path (never when the event was spooled).
+The hook counts an event it could not append (plugin/ctxd_hook/losses.py): one byte per lost
+event, its reason as a letter, in `<state dir>/hook-failures` or, when the state dir cannot
+or must not be written, in the user's own `$XDG_STATE_HOME/ctxd/lost-events/<the state dir's
+real path, escaped>`. `StatePaths.ensure` creates the first ahead, with disk blocks reserved
+beyond its end, so that counting still works on a full disk; `ctxd status` and `ctxd doctor`
+add both up. The file names, the header and the letters are the hook's (a copy: the hook
+imports only the standard library and its own folder; tests/ctxd_hook/test_copies.py checks
+that the two agree).
+"""
 
 from __future__ import annotations
 
-import errno
 import os
 
 HOOK_FAILURES = "hook-failures"
@@ -39,45 +37,13 @@ REASONS = {
 __all__ = [
     "HOOK_FAILURES",
     "REASONS",
-    "count_loss",
     "failure_count",
     "loss_files",
     "losses",
     "prepare_counter",
-    "reason_of",
     "user_counter_path",
 ]
 
-
-def reason_of(error: BaseException) -> bytes:
-    """The letter recorded for an event lost to `error`."""
-    if type(error).__name__ == "UnsafeStateDir":  # the hook's class or safefs': same meaning
-        return NOT_PRIVATE
-    code = getattr(error, "errno", None)
-    if code in (errno.ENOSPC, errno.EDQUOT):
-        return DISK_FULL
-    if code == errno.EROFS:
-        return READ_ONLY
-    if code in (errno.EACCES, errno.EPERM):
-        return NO_PERMISSION
-    return OTHER
-
-
-def count_loss(base: str, reason: bytes) -> None:
-    """Count one event lost under the state dir `base` (never raises).
-
-    The state dir's own counter first, unless the state dir must not be used at all; the
-    user's counter when that fails.
-    """
-    try:
-        header = _header(base)
-        if reason != NOT_PRIVATE and _append(os.path.join(base, HOOK_FAILURES), header, reason):
-            return
-        path = user_counter_path(base)
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        _append(path, header, reason)
-    except Exception:
-        pass  # nowhere left to write: the loss cannot be counted (I1 comes first)
 
 
 def user_counter_path(base: str) -> str:
@@ -135,31 +101,6 @@ def prepare_counter(base: str) -> None:
     finally:
         os.close(fd)
 
-
-def _append(path: str, header: bytes, reason: bytes) -> bool:
-    """Append `reason` to `path`, creating it with `header` first; False if it failed."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-    data = reason
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        try:
-            # The creator writes the header and its byte at once; a concurrent hook that
-            # appends in between only puts its byte before the header (`_letters` copes).
-            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
-            data = header + reason
-        except FileExistsError:
-            fd = os.open(path, flags)
-        except OSError:
-            return False
-    except OSError:
-        return False
-    try:
-        return os.write(fd, data) == len(data)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def _header(base: str) -> bytes:

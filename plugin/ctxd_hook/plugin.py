@@ -1,8 +1,8 @@
 """The hook as a Claude Code plugin: what follows an append runs in the installed ctxd."""
 
-# As a plugin, Claude Code runs `python3 -I -S ${CLAUDE_PLUGIN_ROOT}/indexer/run_hook.py` with
+# As a plugin, Claude Code runs `python3 -I -S ${CLAUDE_PLUGIN_ROOT}/ctxd_hook/run_hook.py` with
 # whatever python3 is on PATH, and the plugin's folder holds only the hook's own files
-# (plugin/ in the repository: links to indexer/). Spooling needs nothing more. What a few
+# (plugin/ctxd_hook in the repository). Spooling needs nothing more. What a few
 # events need after the append (the notes after a compaction, a subagent's handoff) needs
 # ctxd's code and dependencies, which live in the environment of the `ctxd` command: those
 # events are handed to that environment's interpreter (found from the command's `#!` line).
@@ -30,11 +30,15 @@ _TIMEOUTS_S = {"SessionStart": 9.0}
 _TIMEOUT_S = 4.0
 # Given its packages' folder, the installed interpreter starts without site (-S), which costs
 # more than the interpreter's own start: the hook loads site itself for the events that need
-# third-party packages (hook._importable_summarizer), not for SubagentStart, which waits.
+# third-party packages (answers._importable_summarizer), not for SubagentStart, which waits.
+# A ctxd installed before the hook became a package of its own answers through indexer.hook.
 _RESPOND = (
     "import sys\n"
     "sys.path.extend(sys.argv[2:])\n"
-    "from indexer.hook import respond\n"
+    "try:\n"
+    "    from ctxd_hook.hook import respond\n"
+    "except ImportError:\n"
+    "    from indexer.hook import respond\n"
     "respond(sys.stdin.buffer.read(), sys.argv[1])\n"
 )
 
@@ -99,7 +103,7 @@ def respond(payload: bytes, base: str, kind: str, spooled_ns: int = 0) -> None:
 
 
 def _delegate(python: str, payload: bytes, base: str, timeout_s: float, spooled_ns: int = 0) -> str:
-    """Run `indexer.hook.respond` in the installed ctxd's environment; its output, or ""."""
+    """Run `ctxd_hook.hook.respond` in the installed ctxd's environment; its output, or ""."""
     packages = _packages_of(python)
     argv = [python, "-I", "-S", "-c", _RESPOND, base, packages] if packages else []
     try:
@@ -116,6 +120,9 @@ def _delegate(python: str, payload: bytes, base: str, timeout_s: float, spooled_
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else ""
 
 
+_HOOK_FILES = (("ctxd_hook", "hook.py"), ("indexer", "hook.py"))
+
+
 def _packages_of(python: str) -> str:
     """The site-packages folder of the venv `python` belongs to, when ctxd is installed in it
     (an editable install's packages only site finds); else ""."""
@@ -126,7 +133,8 @@ def _packages_of(python: str) -> str:
         return ""
     for version in versions:
         packages = os.path.join(lib, version, "site-packages")
-        if os.path.isfile(os.path.join(packages, "indexer", "hook.py")):
+        # ctxd_hook/ since the hook has a package of its own, indexer/hook.py before
+        if any(os.path.isfile(os.path.join(packages, *p)) for p in _HOOK_FILES):
             return packages
     return ""
 

@@ -60,7 +60,7 @@ def prebuild(payload: bytes, base: str) -> None:
     # PreCompact: the compaction takes seconds, so build the notes now. A running daemon does
     # it on its own; otherwise start a detached builder (stdio on /dev/null, its own session,
     # so Claude Code does not wait for it). Plugin 0.1.0 calls it by name in the installed
-    # ctxd (through hook._prebuild), hence the check of the event.
+    # ctxd (through indexer/hook.py, kept for it), hence the check of the event.
     if _PRE_COMPACT_MARK not in payload[:4096].replace(b" ", b""):
         return
     try:
@@ -100,7 +100,7 @@ def _handoff(payload: bytes, base: str, kind: str) -> None:
 
 
 def _importable_summarizer(site_packages: bool = True) -> None:
-    """Make `summarizer` (and the rest of `indexer`) importable from this script.
+    """Make `summarizer` and `indexer` importable from this script.
 
     `site_packages=False` when only standard-library modules of ctxd are needed: enabling
     site-packages costs more than the interpreter's own start.
@@ -109,8 +109,11 @@ def _importable_summarizer(site_packages: bool = True) -> None:
         import site
 
         site.main()
-    # `summarizer` ships beside `indexer`; as a script from a checkout that directory is
-    # not on sys.path (sys.path[0] is indexer/ itself).
+    # Installed, `summarizer` and `indexer` ship beside `ctxd_hook`; in a checkout they are
+    # one folder up (ctxd_hook lives in plugin/). Run as a script, neither folder is on
+    # sys.path (sys.path[0] is ctxd_hook/ itself, and -I leaves even that out).
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isdir(os.path.join(root, "summarizer")):
+        root = os.path.dirname(root)
     if root not in sys.path:
         sys.path.append(root)

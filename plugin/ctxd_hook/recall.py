@@ -266,8 +266,8 @@ def _remember(dir_fd: int, name: str, ids: list[bytes]) -> None:
 
 def row_id(*parts: str) -> str:
     """A short stable id of an item: a failure's by its target, a rule or a decision by its
-    text (summarizer.resume.recall_table writes the same ids, so an item the session was
-    shown once is never shown again, whoever wrote it to the table)."""
+    text (the hook and the table's writer make the same ids, so an item the session was shown
+    once is never shown again, whoever wrote it to the table)."""
     h = 0
     for byte in "\x1f".join(parts).encode("utf-8", "replace"):
         h = (h * 1_000_003 + byte) & 0xFFFFFFFFFFFF

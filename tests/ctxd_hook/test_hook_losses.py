@@ -215,7 +215,7 @@ def test_a_user_whose_hook_cannot_open_the_state_dir_is_told_by_status() -> None
         xdg.mkdir()
         os.chown(xdg, NOBODY, NOBODY)
         theirs = {"CTXD_HOME": str(state), "XDG_STATE_HOME": str(xdg), "PATH": "/usr/bin:/bin"}
-        hook = [SYSTEM_PYTHON, "-I", "-S", str(REPO / "indexer" / "run_hook.py")]
+        hook = [SYSTEM_PYTHON, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")]
         for n in range(1, 6):
             done = _as_nobody(hook, theirs, prompt(n))
             assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
@@ -234,7 +234,8 @@ def test_a_user_whose_hook_cannot_open_the_state_dir_is_told_by_status() -> None
 def test_the_users_counter_is_named_after_the_state_dir_and_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from indexer.hook_losses import NOT_PRIVATE, count_loss, losses, user_counter_path
+    from ctxd_hook.losses import NOT_PRIVATE, count_loss, user_counter_path
+    from indexer.lost_events import losses
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     folder = tmp_path / "xdg" / "ctxd" / "lost-events"

@@ -1,7 +1,7 @@
-"""The real `ctxd-hook` (indexer/hook.py) as Claude Code runs it: one line per event, exit 0 always.
+"""The real `ctxd-hook` (ctxd_hook/hook.py) as Claude Code runs it: one line per event, exit 0 always.
 
-Every test runs the hook script as a subprocess (`python -I -S indexer/hook.py`) with real files;
-the indexer side of a scenario runs through the real `ctxd ingest`.
+Every test runs the hook as a subprocess (`python -I -S plugin/ctxd_hook/run_hook.py`) with real
+files; the indexer side of a scenario runs through the real `ctxd ingest`.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from helpers import (
     spool_lines,
 )
 
-from indexer.hook import segment_name, state_dir
-from indexer.hook_losses import failure_count
+from ctxd_hook.hook import segment_name, state_dir
+from indexer.lost_events import failure_count
 
 # How fast the hook is, is measured in bench/bench_hook.py; here a hang fails by run_hook's
 # timeout and the duration only appears in failure messages.
@@ -594,10 +594,10 @@ def test_hook_script_imports_only_a_few_stdlib_modules(state_dir: Path) -> None:
     assert {"os", "fcntl", "time"} <= modules
     top = {m.split(".")[0] for m in modules}
     assert not top & set(FORBIDDEN_MODULES), top & set(FORBIDDEN_MODULES)
-    assert "indexer" not in top and "site" not in top
-    # `hook` is indexer/hook.py itself, imported by the launcher from its cached bytecode;
-    # `hook_recall` its module for a Bash or file tool's PreToolUse (stdlib only as well).
-    own = {"hook", "hook_recall"}
+    assert "indexer" not in top and "ctxd_hook" not in top and "site" not in top
+    # `hook` is ctxd_hook/hook.py itself, imported by the launcher from its cached bytecode;
+    # `recall` its module for a Bash or file tool's PreToolUse (stdlib only as well).
+    own = {"hook", "recall"}
     stdlib = set(sys.stdlib_module_names) | {"encodings", "_frozen_importlib_external", *own}
     assert top <= stdlib, top - stdlib
     assert len(spool_lines(state_dir)) == 1
@@ -605,10 +605,10 @@ def test_hook_script_imports_only_a_few_stdlib_modules(state_dir: Path) -> None:
 
 def test_the_launcher_runs_the_hook_from_its_cached_bytecode(tmp_path: Path) -> None:
     # Run as a script, the hook would be compiled from source on every event.
-    copy = tmp_path / "indexer"
+    copy = tmp_path / "ctxd_hook"
     copy.mkdir()
     for name in ("run_hook.py", "hook.py"):
-        (copy / name).write_bytes((REPO / "indexer" / name).read_bytes())
+        (copy / name).write_bytes((REPO / "plugin" / "ctxd_hook" / name).read_bytes())
     state = tmp_path / "state"
     for n in range(2):
         proc = subprocess.run(
@@ -627,13 +627,13 @@ def test_the_launcher_runs_the_hook_from_its_cached_bytecode(tmp_path: Path) -> 
     assert len(spool_lines(state)) == 2
 
 
-def test_importing_indexer_hook_loads_no_third_party_module() -> None:
+def test_importing_ctxd_hook_hook_loads_no_third_party_module() -> None:
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import indexer.hook; "
+        "import sys; sys.path.insert(0, sys.argv[1]); import ctxd_hook.hook; "
         "print(repr(sorted(sys.modules)))"
     )
     proc = subprocess.run(
-        [sys.executable, "-I", "-c", code, str(REPO)],
+        [sys.executable, "-I", "-c", code, str(REPO / "plugin")],
         capture_output=True,
         text=True,
         check=True,
@@ -642,4 +642,7 @@ def test_importing_indexer_hook_loads_no_third_party_module() -> None:
     modules = ast.literal_eval(proc.stdout)
     top = {m.split(".")[0] for m in modules}
     assert not top & set(FORBIDDEN_MODULES), top & set(FORBIDDEN_MODULES)
-    assert [m for m in modules if m.startswith("indexer")] == ["indexer", "indexer.hook"]
+    assert [m for m in modules if m.startswith(("indexer", "ctxd_hook"))] == [
+        "ctxd_hook",
+        "ctxd_hook.hook",
+    ]

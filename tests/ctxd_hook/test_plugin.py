@@ -1,7 +1,7 @@
 """The plugin folder ships the hook's own files only, and its hook hands the rest to ctxd.
 
-The hook runs from a copy of plugin/ with its links dereferenced, as Claude Code copies it:
-no `indexer` or `summarizer` beside it, and a bare `python3 -I -S`.
+The hook runs from a copy of plugin/, as Claude Code copies it: no `indexer` or `summarizer`
+beside it, and a bare `python3 -I -S`.
 """
 
 from __future__ import annotations
@@ -19,21 +19,22 @@ from helpers import REPO, clean_env, payload, run_hook
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from indexer import hook, plugin
-from indexer.hook_losses import NOT_PRIVATE, REASONS, losses
+from ctxd_hook import hook, plugin
+from indexer.lost_events import NOT_PRIVATE, REASONS, losses
 from summarizer.cli.demo_session import demo_session
-from summarizer.cli.install import EVENTS, HookCommand, ctxd_hook_spec
+from summarizer.cli.hook_command import HookCommand
+from summarizer.cli.install import EVENTS, ctxd_hook_spec
 
 PLUGIN = REPO / "plugin"
-PLUGIN_HOOK = HookCommand(("python3", "-I", "-S", "${CLAUDE_PLUGIN_ROOT}/indexer/run_hook.py"))
-# What the plugin runs, each a link to the one source in indexer/.
-LINKED = (
+PLUGIN_HOOK = HookCommand(("python3", "-I", "-S", "${CLAUDE_PLUGIN_ROOT}/ctxd_hook/run_hook.py"))
+# What the plugin runs: the hook's package, plugin/ctxd_hook, which the wheel ships too.
+HOOK_FILES = (
     "__init__.py",
     "run_hook.py",
     "hook.py",
-    "hook_answers.py",
-    "hook_losses.py",
-    "hook_recall.py",
+    "answers.py",
+    "losses.py",
+    "recall.py",
     "plugin.py",
     "plugin_mcp.py",
 )
@@ -61,11 +62,11 @@ def test_manifests_name_version_and_mcp_server() -> None:
     assert market["name"] == "ctxd" and market["owner"]["name"]
     server = manifest["mcpServers"]["ctxd"]
     assert [server["command"], *server["args"]] == [
-        "python3", "-I", "-S", "${CLAUDE_PLUGIN_ROOT}/indexer/plugin_mcp.py"
+        "python3", "-I", "-S", "${CLAUDE_PLUGIN_ROOT}/ctxd_hook/plugin_mcp.py"
     ]  # fmt: skip
 
 
-def test_the_plugin_folder_is_its_manifests_and_links_to_the_hook() -> None:
+def test_the_plugin_folder_is_its_manifests_and_the_hooks_package() -> None:
     shipped = {
         p.relative_to(PLUGIN).as_posix()
         for p in PLUGIN.rglob("*")
@@ -74,19 +75,18 @@ def test_the_plugin_folder_is_its_manifests_and_links_to_the_hook() -> None:
     assert shipped == {
         ".claude-plugin/plugin.json",
         "hooks/hooks.json",
-        *(f"indexer/{name}" for name in LINKED),
+        *(f"ctxd_hook/{name}" for name in HOOK_FILES),
     }
-    for name in LINKED:  # one source: links git keeps as links, into indexer/
-        link = PLUGIN / "indexer" / name
-        assert link.is_symlink() and link.resolve() == REPO / "indexer" / name
+    # Real files, which git keeps as files: a copy of the plugin needs no link dereferenced.
+    assert not [p for p in PLUGIN.rglob("*") if p.is_symlink()]
     staged = subprocess.run(
-        ["git", "ls-files", "-s", "plugin/indexer"],
+        ["git", "ls-files", "-s", "plugin/ctxd_hook"],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert sorted(line.split()[0] for line in staged.splitlines()) == ["120000"] * len(LINKED)
+    assert sorted(line.split()[0] for line in staged.splitlines()) == ["100644"] * len(HOOK_FILES)
 
 
 def _plugin_copy(tmp_path: Path) -> Path:
@@ -126,7 +126,7 @@ def _hook(
     )
     env.pop("XDG_CACHE_HOME", None)
     return subprocess.run(
-        [sys.executable, "-I", "-S", str(root / "indexer" / "run_hook.py")],
+        [sys.executable, "-I", "-S", str(root / "ctxd_hook" / "run_hook.py")],
         input=data,
         env=env,
         capture_output=True,
@@ -286,13 +286,14 @@ def test_subagent_handoff_runs_in_the_installed_command(tmp_path: Path) -> None:
 def test_an_installed_command_is_started_without_site_when_its_packages_are_known(
     tmp_path: Path,
 ) -> None:
-    # A venv as pip leaves it (not editable): bin/python, bin/ctxd, site-packages/indexer. Site
+    # A venv as pip leaves it (not editable): bin/python, bin/ctxd, site-packages/ctxd_hook. Site
     # of this python would not find these packages: the handoff printed proves the path given.
     venv = Path(plugin.CTXD_VENV.replace("~", str(tmp_path / "home")))
     packages = venv / "lib" / f"python3.{sys.version_info.minor}" / "site-packages"
     packages.mkdir(parents=True)
     for name in ("indexer", "summarizer"):
         (packages / name).symlink_to(REPO / name)
+    (packages / "ctxd_hook").symlink_to(REPO / "plugin" / "ctxd_hook")
     (venv / "bin").mkdir()
     (venv / "bin" / "python").symlink_to(sys.executable)
     for name in ("ctxd", "ctxd-hook"):
@@ -405,7 +406,7 @@ def _mcp_session(root: Path, path: str, project: Path) -> tuple[str, str, list[s
     env = clean_env(CLAUDE_PLUGIN_ROOT=str(root), PATH=path, HOME=str(root.parents[1] / "home"))
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-I", "-S", str(root / "indexer" / "plugin_mcp.py")],
+        args=["-I", "-S", str(root / "ctxd_hook" / "plugin_mcp.py")],
         env=env,
         cwd=project,
     )
