@@ -20,6 +20,7 @@ DOCS = REPO / "docs"
 CLI_REFERENCE = (DOCS / "cli.md").read_text(encoding="utf-8")
 TASKS = (DOCS / "tasks.md").read_text(encoding="utf-8")
 CONFIGURATION = (DOCS / "configuration.md").read_text(encoding="utf-8")
+README_MAX_LINES = 300
 
 
 def _pages() -> dict[str, str]:
@@ -293,6 +294,58 @@ def test_every_repository_path_the_docs_name_exists() -> None:
     assert len(named) > 100 and not missing, missing
 
 
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to dashes."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    """The anchors of a page's headings (outside code blocks), repeats numbered as GitHub does."""
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    seen: dict[str, int] = {}
+    anchors = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", prose, re.M):
+        slug = _slug(heading)
+        anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+def _links(text: str) -> list[str]:
+    """The targets of a page's Markdown links and images, outside code blocks and spans."""
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    return re.findall(r"\]\(([^)\s]+)\)", prose)
+
+
+def test_every_link_of_the_docs_resolves() -> None:
+    broken = []
+    for page, text in _pages().items():
+        folder = (REPO / page).parent
+        for link in _links(text):
+            if re.match(r"https?://", link):
+                continue
+            path, _, anchor = link.partition("#")
+            target = (folder / path).resolve() if path else REPO / page
+            if not target.is_file() or REPO not in target.parents:
+                broken.append(f"{page}: {link}")
+            elif anchor and anchor not in _anchors(target.read_text(encoding="utf-8")):
+                broken.append(f"{page}: {link} (no such heading)")
+    assert not broken, broken
+
+
+def test_readme_links_every_docs_page() -> None:
+    linked = {link.partition("#")[0] for link in _links(README)}
+    pages = {f"docs/{page.name}" for page in DOCS.glob("*.md")}
+    assert pages <= linked, f"README links no {sorted(pages - linked)}"
+
+
+def test_readme_is_at_most_300_lines() -> None:
+    lines = README.count("\n")
+    assert lines <= README_MAX_LINES, f"README is {lines} lines; move detail to a page of docs/"
+
+
 def test_readme_names_the_help_groups() -> None:
     from summarizer.cli.helpgroups import GROUPS
 
@@ -313,3 +366,108 @@ def test_readme_names_every_runtime_dependency() -> None:
         assert named, f"{page} does not list ctxd's dependencies"
         listed = {n.strip().lower() for n in named.group(1).split(",")}
         assert listed == needed, (page, listed ^ needed)
+
+
+def _shown_commands(text: str) -> list[str]:
+    """The whole `ctxd …` commands a page shows: the lines of its code blocks, without their
+    comments (in a block with `$ ` prompts, only the prompted lines: the rest is output)."""
+    found = []
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M):
+        lines = block.splitlines()
+        if any(line.startswith("$ ") for line in lines):
+            lines = [line.removeprefix("$ ") for line in lines if line.startswith("$ ")]
+        for line in lines:
+            command = re.split(r"\s+#(?:\s|$)", line, maxsplit=1)[0].strip()
+            if command.startswith("ctxd "):
+                found.append(command)
+    return found
+
+
+def _named_commands(text: str) -> list[str]:
+    """The `ctxd …` code spans of a page's prose: a command, often with some of its options
+    (`ctxd read --lines 100`); spans in the reference tables' `[--optional] a|b` syntax and
+    placeholders for the command itself (`ctxd COMMAND --help`) are left out."""
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    spans = re.findall(r"`(ctxd [^`\n]+)`", prose)
+    return [s for s in spans if not re.search(r"[\[\]|…<>]|\\|ctxd [A-Z]", s)]
+
+
+def _parser_of(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser of the (sub)command the words name, and the words after its name."""
+    parser = build_parser()
+    while words:
+        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not nested or words[0] not in nested[0].choices:
+            break
+        parser, words = nested[0].choices[words[0]], words[1:]
+    return parser, words
+
+
+def test_every_command_the_docs_show_is_one_ctxd_accepts() -> None:
+    import contextlib
+    import io
+    import shlex
+
+    checked, refused = 0, []
+    for page, text in _pages().items():
+        for line in _shown_commands(text):
+            stderr = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(stderr):
+                    build_parser().parse_args(shlex.split(line)[1:])
+            except SystemExit:
+                refused.append(f"{page}: {line}: {stderr.getvalue().strip().splitlines()[-1]}")
+            checked += 1
+    assert checked > 30 and not refused, refused
+
+
+def test_every_command_the_docs_name_exists_with_its_options() -> None:
+    import shlex
+
+    checked, wrong = 0, []
+    for page, text in _pages().items():
+        for span in _named_commands(text):
+            words = shlex.split(span)[1:]
+            parser, rest = _parser_of(words)
+            if parser.prog == "ctxd" and words and words[0] not in ("--help", "--version"):
+                wrong.append(f"{page}: `{span}`: no command {words[0]}")
+                continue
+            known = {o for a in parser._actions for o in a.option_strings}
+            options = [w.split("=", 1)[0] for w in rest if re.match(r"--?[a-z]", w)]
+            wrong += [f"{page}: `{span}`: no option {o}" for o in options if o not in known]
+            checked += 1
+    assert checked > 200 and not wrong, wrong
+
+
+def test_every_config_key_the_docs_name_is_a_real_key() -> None:
+    sections = {f.name: f.type for f in msgspec.structs.fields(Config)}
+    wrong = []
+    for page, text in _pages().items():
+        # "`[resume] subagent_max_tokens`", "[daemon] autostart = true", "`[team] dsn`, `startup`"
+        for section, keys in re.findall(r"\[([a-z]+)\]`? `?(\w+(?:`?, `\w+)*)", text):
+            if section not in sections:
+                continue  # a TOML table of another file ([features], [tool.mutmut], …)
+            known = {f.name for f in msgspec.structs.fields(sections[section])}
+            wrong += [
+                f"{page}: [{section}] {k}" for k in re.split(r"`?, `", keys) if k not in known
+            ]
+    assert not wrong, wrong
+
+
+def test_every_bench_command_the_docs_show_exists_with_its_options() -> None:
+    wrong, checked = [], 0
+    for page, text in _pages().items():
+        for command in re.findall(r"python (bench/\w+\.py)((?: [^`|;)\n]*)?)", text):
+            script, args = REPO / command[0], command[1]
+            if not script.is_file():
+                wrong.append(f"{page}: {command[0]} does not exist")
+                continue
+            source = script.read_text(encoding="utf-8")
+            for option in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", args):
+                negated = option.removeprefix("--no-")
+                if f'"{option}"' not in source and not (
+                    option.startswith("--no-") and f'"--{negated}"' in source
+                ):
+                    wrong.append(f"{page}: {command[0]} has no option {option}")
+            checked += 1
+    assert checked > 30 and not wrong, wrong
