@@ -13,6 +13,12 @@ also shown against `python -I -c pass`, labelled: that start imports site, which
 does not, so that ratio flatters the hook. Every round runs all commands in a fresh random
 order (interleaved, no order effect); the ratio is of medians.
 
+The recall at the moment of action is measured the same way: `run_hook.py` fed a PreToolUse
+of an Edit, with the session's recall table holding 60 items (what the daemon writes for a
+project with history), once for a file the table names (a hit: the hook prints its lines; the
+session's record of what it was shown is removed between runs, outside the timing, so every
+run is a first hit) and once for a file it does not name (no hit: nothing printed).
+
     python bench/bench_hook.py [--runs 200]
 """
 
@@ -40,6 +46,40 @@ def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, input=stdin, env=env, stdout=subprocess.DEVNULL, check=True)
     return (time.perf_counter() - start) * 1000
+
+
+SID = "bench-recall-0001"
+
+
+def recall_state(root: Path) -> Path:
+    """A state dir whose session has a recall table of 60 items, as the daemon writes it."""
+    from indexer.hook_recall import row_id
+
+    table = root / "recall"
+    table.mkdir(parents=True, mode=0o700)
+    root.chmod(0o700)
+    rows = []
+    for i in range(40):
+        key = f"src/module_{i:02d}.py"
+        rows.append(f"{row_id('failure', 'file', key)}\tfile\t{key}\tEdit `{key}` failed and "
+                    f'printed: "String to replace not found in file."; not resolved as of 10:02 UTC')
+    for i in range(20):
+        key = f"npm run task{i}"
+        rows.append(f"{row_id('failure', 'cmd', key)}\tcmd\t{key}\tBash `{key}` failed (exit 1)"
+                    ' and printed: "Error: boom"; not resolved as of 10:02 UTC')
+    (table / f"{SID}.tsv").write_text("\n".join(rows) + "\n")
+    return root
+
+
+def edit_payload(path: str) -> bytes:
+    return json.dumps({
+        "session_id": SID, "transcript_path": f"/home/dev/.claude/projects/p/{SID}.jsonl",
+        "cwd": "/home/dev/project", "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "Edit",
+        "tool_input": {"file_path": f"/home/dev/project/{path}", "old_string": "x = 1",
+                       "new_string": "x = 2"},
+        "tool_use_id": "toolu_01BenchRecall",
+    }).encode()  # fmt: skip
 
 
 def summary(samples: list[float]) -> tuple[float, float]:
@@ -73,20 +113,41 @@ def main() -> None:
     ]
     if console:
         comparisons.append((console_name, "python -c pass", "like for like"))
+    hit_name, miss_name = "PreToolUse Edit, recall hit", "PreToolUse Edit, no recall hit"
+    comparisons += [
+        (hit_name, "python -I -S -c pass", "like for like: prints the file's history"),
+        (miss_name, "python -I -S -c pass", "like for like: the file has no history"),
+    ]
     rng = random.Random(15)
     with tempfile.TemporaryDirectory() as tmp:
         env = {"CTXD_HOME": str(Path(tmp) / "state"), "PATH": os.environ.get("PATH", "")}
-        for argv in variants.values():  # warm the page cache
-            timed(argv, payload, env)
-        samples: dict[str, list[float]] = {name: [] for name in variants}
-        names = list(variants)
+        recall_env = {**env, "CTXD_HOME": str(recall_state(Path(tmp) / "recall-state"))}
+        shown = Path(recall_env["CTXD_HOME"]) / "recall" / f"{SID}.shown"
+        runs: dict[str, tuple[list[str], bytes, dict[str, str]]] = {
+            name: (argv, payload, env) for name, argv in variants.items()
+        }
+        runs[hit_name] = (variants[hook_name], edit_payload("src/module_07.py"), recall_env)
+        runs[miss_name] = (variants[hook_name], edit_payload("src/other.py"), recall_env)
+        for argv, stdin, run_env in runs.values():  # warm the page cache
+            timed(argv, stdin, run_env)
+        samples: dict[str, list[float]] = {name: [] for name in runs}
+        names = list(runs)
         for _ in range(args.runs):
             rng.shuffle(names)
             for name in names:
-                samples[name].append(timed(variants[name], payload, env))
+                shown.unlink(missing_ok=True)  # every hit is the session's first
+                argv, stdin, run_env = runs[name]
+                samples[name].append(timed(argv, stdin, run_env))
         written = sum(
             p.read_bytes().count(b"\n") for p in (Path(tmp) / "state" / "spool").glob("*.jsonl")
         )
+        shown.unlink(missing_ok=True)
+        argv, stdin, run_env = runs[hit_name]
+        out = subprocess.run(argv, input=stdin, env=run_env, capture_output=True, check=True)
+        assert b"additionalContext" in out.stdout, "the recall hit printed nothing"
+        argv, stdin, run_env = runs[miss_name]
+        out = subprocess.run(argv, input=stdin, env=run_env, capture_output=True, check=True)
+        assert out.stdout == b"", "a file without history printed something"
     print(f"{args.runs} runs each, payload {len(payload)} bytes, {written} spool lines written")
     for name, values in samples.items():
         median, p95 = summary(values)
@@ -96,7 +157,8 @@ def main() -> None:
         print(
             f"{name} / {base}: {median / b_median:4.2f}x median, {p95 / b_p95:4.2f}x p95  ({label})"
         )
-    print("goal: the hook <= 1.25x `python -I -S -c pass` (like for like)")
+    print("goal: the hook <= 1.25x `python -I -S -c pass` (like for like); PreToolUse with and"
+          " without a recall hit <= 1.3x")  # fmt: skip
 
 
 if __name__ == "__main__":

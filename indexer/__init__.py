@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
     from indexer.hook_losses import HOOK_FAILURES, failure_count, loss_files, losses
+    from indexer.hook_recall import RECALL_DIR, command_files, row_id
     from indexer.ingest_lines import IngestStats
     from indexer.lineguard import INT64_MAX
     from indexer.locks import flock_within, lock_is_held
@@ -81,6 +82,9 @@ _EXPORTS = {
     "IndexUnavailableError": "indexer.errors",
     "translate_sqlite_errors": "indexer.errors",
     "HOOK_FAILURES": "indexer.hook_losses",
+    "RECALL_DIR": "indexer.hook_recall",
+    "command_files": "indexer.hook_recall",
+    "row_id": "indexer.hook_recall",
     "failure_count": "indexer.hook_losses",
     "loss_files": "indexer.hook_losses",
     "losses": "indexer.hook_losses",
@@ -131,6 +135,7 @@ __all__ = [
     "HOOK_FAILURES",
     "INT64_MAX",
     "LARGE_PASS_LINES",
+    "RECALL_DIR",
     "WRITER_CACHE_KIB",
     "Config",
     "ConfigError",
@@ -152,6 +157,7 @@ __all__ = [
     "StoredEntry",
     "bounded",
     "catch_up",
+    "command_files",
     "delete_segment",
     "failure_count",
     "flock_within",
@@ -180,6 +186,7 @@ __all__ = [
     "release_memory",
     "resolve_state_paths",
     "rewrite_segment",
+    "row_id",
     "secret_kinds",
     "session_of",
     "snapshot",

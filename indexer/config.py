@@ -65,6 +65,7 @@ class ResumeConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     build_timeout_s: float = 3.0
     prebuild: bool = True
     subagent_max_tokens: int = 1500
+    recall_on_action: bool = True
 
 
 class RetentionConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

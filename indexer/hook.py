@@ -32,7 +32,12 @@ _AGENT_CALL_FAILED_MARKS = (
     b'"hook_event_name":"PermissionDenied"',
 )
 # An event that needs more than its append names one of these in its first 4 KiB.
-_ANSWERED_WORDS = (b"SessionStart", b"PreCompact", b"Subagent", b"Agent", b"Task")
+_ANSWERED_WORDS = (b"SessionStart", b"PreCompact", b"Subagent", b"Agent", b"Task", b"PreToolUse",
+                   b"PostToolUseFailure")  # fmt: skip
+# The tools whose calls recall what the record holds about their file or command.
+_RECALL_TOOLS = (b'"tool_name":"Bash"', b'"tool_name":"Edit"', b'"tool_name":"Write"',
+                 b'"tool_name":"MultiEdit"', b'"tool_name":"NotebookEdit"')  # fmt: skip
+_RECALL_KINDS = ("Recall", "RecallFailure")
 
 
 # The same rule as indexer/statedir.py (a copy: this script imports only the stdlib, and
@@ -221,7 +226,8 @@ def _read_stdin() -> bytes:
 def answer_kind(payload: bytes) -> str:
     """What the hook does after the append: "SessionStart" (print the notes), "PreCompact"
     (start their build), "SubagentStart" (print the handoff), "AgentCall", "AgentCallFailed"
-    and "SubagentStop" (the handoff's bookkeeping); "" for every other event."""
+    and "SubagentStop" (the handoff's bookkeeping), "Recall" and "RecallFailure" (the recall
+    at the moment of action, indexer/hook_recall.py); "" for every other event."""
     head = payload[:4096]
     if not any(word in head for word in _ANSWERED_WORDS):  # tool events: a few scans, no copy
         return ""
@@ -239,6 +245,11 @@ def answer_kind(payload: bytes) -> str:
             return "AgentCall"
         if any(m in head for m in _AGENT_CALL_FAILED_MARKS):
             return "AgentCallFailed"
+    if any(m in head for m in _RECALL_TOOLS):
+        if _PRE_TOOL_USE_MARK in head:
+            return "Recall"  # print what the record holds about the call's file or command
+        if _AGENT_CALL_FAILED_MARKS[0] in head:
+            return "RecallFailure"  # add the failed call to its session's recall table
     return ""
 
 
@@ -324,7 +335,10 @@ def main() -> int:
             _count_loss(base, e)
         kind = answer_kind(payload) if safe else ""
         spooled_ns = ts_ns if spooled else 0
-        if kind and _as_plugin():  # the plugin's copy: ctxd's environment does the rest
+        if kind in _RECALL_KINDS:  # stdlib only, here, in the plugin's copy too: it is fast
+            recall = _sibling("hook_recall")
+            (recall.answer if kind == "Recall" else recall.record_failure)(payload, base)
+        elif kind and _as_plugin():  # the plugin's copy: ctxd's environment does the rest
             from indexer import plugin
 
             plugin.respond(payload, base, kind, spooled_ns)

@@ -49,11 +49,14 @@ def failures(conn: sqlite3.Connection, limit: int, session_id: str | None = None
 
 
 def decisions(conn: sqlite3.Connection, limit: int) -> list[Any]:
-    """The best-ranked decisions: (decision, session_id, last_ns, count)."""
+    """The best-ranked decisions in force: (decision, session_id, last_ns, count). A decision
+    a later statement retired stays searchable, not listed here."""
     if not _has_table(conn, "mem_decisions"):
         return []
+    columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(mem_decisions)")}
+    in_force = "WHERE retired_ns=0" if "retired_ns" in columns else ""
     return conn.execute(
-        "SELECT decision, session_id, last_ns, count FROM mem_decisions"
+        f"SELECT decision, session_id, last_ns, count FROM mem_decisions {in_force}"
         " ORDER BY rank_key DESC, last_entry_id DESC LIMIT ?",
         (limit,),
     ).fetchall()

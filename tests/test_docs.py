@@ -285,11 +285,11 @@ def test_every_repository_path_the_docs_name_exists() -> None:
     for page, text in _pages().items():
         prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)  # examples' output left out
         for span in re.findall(r"`([^`\n]+)`", prose):
-            # A path alone (`tests/e2e/test_crash.py`) or inside a command (`python bench/x.py`).
-            paths = re.findall(
-                r"(?<![\w/.~-])((?:bench|tests|indexer|summarizer|docs|plugin)/[\w/.-]*\w)", span
-            )
-            named |= {(page, path) for path in paths}
+            # A path alone (`tests/e2e/test_crash.py`), or the script a command runs (`python
+            # bench/x.py --runs 60`); not the paths of examples (`pytest tests/a.py::test_x`).
+            path = r"((?:bench|tests|indexer|summarizer|docs|plugin)/[\w/.-]*\w)"
+            paths = re.findall(rf"^{path}$|(?<![\w-])python (?:-\S+ )*{path}", span)
+            named |= {(page, p) for pair in paths for p in pair if p}
     missing = sorted(f"{page}: {path}" for page, path in named if not (REPO / path).exists())
     assert len(named) > 100 and not missing, missing
 

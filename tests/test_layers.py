@@ -300,9 +300,12 @@ PUBLIC_INDEXER_MODULES = frozenset(
 # Modules that run SQL of their own: the memory's tables (mem_*), which the summarizer owns.
 _OWN_SQL = {
     "summarizer.memory.changes",
+    "summarizer.memory.failure_fold",
     "summarizer.memory.merge",
     "summarizer.memory.store",
     "summarizer.memory.summary",
+    "summarizer.memory.supersede",
+    "summarizer.memory.tables",
 }
 # The team store's modules: their SQL goes to the team's PostgreSQL database, never to the
 # index, so they may not import sqlite3 (the index is read through indexer.changes).

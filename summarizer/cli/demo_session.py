@@ -339,7 +339,9 @@ def demo_session(project_dir: str, session_id: str = DEMO_SESSION_ID) -> list[di
             "Stop",
             stop_hook_active=False,
             last_assistant_message=(
-                "CSV export works: GET /reports/<id>/export.csv streams rows with the csv module. "
+                "CSV export works: GET /reports/<id>/export.csv, as the planner designed it."
+                "\n\nDecision: stream rows with the stdlib csv module instead of pandas, "
+                "because reports can exceed 1 GB and pandas loads everything into memory. "
                 "I decided to keep the endpoint synchronous because exports finish "
                 "in under a second. "
                 "Remaining: update the reports page button styling."

@@ -20,6 +20,7 @@ from summarizer.cli.checks import Check
 from summarizer.cli.hook_checks import check_hooks, settings_files
 from summarizer.cli.status import daemon_info
 from summarizer.common.cliargs import project_root, state_paths
+from summarizer.common.neutralize import NEUTRALIZED_META
 
 __all__ = ["Check", "cmd_doctor", "doctor", "project_root", "settings_files"]
 
@@ -35,6 +36,9 @@ def doctor(paths: StatePaths) -> list[Check]:
     checks += _check_state_dir(paths)
     config, config_check = _check_config(paths)
     checks.append(config_check)
+    from summarizer.cli.doctor_recall import recall_check
+
+    checks.append(Check(*recall_check(settings_files(paths), config)))
     checks.append(_check_daemon(paths, config))
     checks.extend(_check_index(paths, config))
     checks.append(_check_hook_failures(paths))
@@ -158,6 +162,7 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
         quarantined = history.count(conn, "quarantine")
         last = history.get_meta(conn, "last_compaction", "")
         missing = int(history.get_meta(conn, "anomaly.missing", "0") or 0)
+        neutralized = int(history.get_meta(conn, NEUTRALIZED_META, "0") or 0)
     except IndexAccessError as e:
         return [_damaged(paths, str(e))]
     finally:
@@ -197,6 +202,7 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
         )
     else:
         checks.append(Check("OK", "quarantine", "no bad spool lines"))
+    checks.append(_check_recorded_text(neutralized))
     if last:
         checks.append(Check("OK", "last compaction", last))
     else:
@@ -210,6 +216,15 @@ def _check_index(paths: StatePaths, config: Config) -> list[Check]:
             )
         )
     return checks
+
+
+def _check_recorded_text(neutralized: int) -> Check:
+    """Passages of tool output or subagents' answers that spoke to the model (left out)."""
+    if not neutralized:
+        return Check("OK", "recorded text", "none of it addressed the model")
+    return Check("WARN", "recorded text", f"{neutralized} passages of tool output or subagents'"
+                 " answers addressed the model; they were left out of what ctxd hands back",
+                 'find their source: `ctxd search "previous instructions"` (or their words)')
 
 
 def _damaged(paths: StatePaths, detail: str) -> Check:

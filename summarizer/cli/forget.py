@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from indexer import (
+    RECALL_DIR,
     RetentionReport,
     history,
     is_segment_name,
@@ -96,6 +97,7 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
                     safefs.rmtree(paths.root, folder)
                 page = paths.root / "pages" / f"{sid}.html"  # `ctxd view`'s page
                 safefs.rmtree(paths.root, page)
+                safefs.rmtree(paths.root, paths.root / RECALL_DIR / f"{sid}.shown")
             # Agents' accounts may tell of a forgotten run: drop them, then rewrite those of
             # agents that still have a run in a session that stays.
             for agent_id in agents:
@@ -109,12 +111,27 @@ def forget(paths: StatePaths, session_id: str | None, before_ns: int | None) -> 
             if report.sessions:
                 # Built from the memory of every session: rebuilt at the next compaction.
                 safefs.clear_dir(paths.root, paths.context)
+                _drop_recall_tables(paths)
             # Deleted rows stay in free pages and in the WAL until both are rewritten (unless
             # SQLite was built with secure_delete on, which zeroes freed pages).
             purge.compact_file(conn)
         finally:
             writer.close()
     return report
+
+
+def _drop_recall_tables(paths: StatePaths) -> None:
+    """Each session's recall table holds the project's items: rebuilt at its next update."""
+    try:
+        dir_fd = safefs.open_dir(paths.root, paths.root / RECALL_DIR, create=False)
+    except FileNotFoundError:
+        return
+    try:
+        for name in os.listdir(dir_fd):
+            if name.endswith(".tsv"):
+                os.unlink(name, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _sessions(

@@ -52,6 +52,16 @@ def cmd_init(args: argparse.Namespace) -> int:
     return code
 
 
+def _recall_on(paths: StatePaths) -> bool:
+    """`[resume] recall_on_action`: PreToolUse listens before edits and commands too."""
+    from indexer.config import load_config
+
+    try:
+        return load_config(paths.config).resume.recall_on_action
+    except CtxdError:
+        return True  # the config's own error is reported where it is read
+
+
 def _state_dir_only(args: argparse.Namespace) -> int:
     """What `ctxd init` sets up whatever the client: .ctxd/, its config, its .gitignore line."""
     paths = state_paths(args)
@@ -90,7 +100,8 @@ def _init_claude(args: argparse.Namespace) -> int:
         else:
             if not args.dry_run:
                 _remember_created(paths, [p for p in (claude, target) if not p.exists()])
-            report = install(target, command, dry_run=args.dry_run, backup_dir=_backups(paths))
+            report = install(target, command, dry_run=args.dry_run, backup_dir=_backups(paths),
+                             recall=_recall_on(paths))  # fmt: skip
             _show(report, args.dry_run)
         if not args.user:  # the MCP server is per project, in its .mcp.json (before the
             # other settings file is emptied, so one left empty by both can go)

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "EARLIER_ENTRY_POINT", "ENTRY_POINTS", "EVENTS", "HookCommand", "InstallReport", "IsOurs",
-    "MergeResult", "SettingsError", "Spec", "backup_path", "ctxd_hook_spec",
-    "default_hook_command", "handler_entry_point", "install", "is_ctxd_handler", "merge_hooks",
-    "remove_hooks", "rewrite_json", "uninstall", "write_private",
+    "EARLIER_ENTRY_POINT", "ENTRY_POINTS", "EVENTS", "RECALL_MATCHER", "HookCommand",
+    "InstallReport", "IsOurs", "MergeResult", "SettingsError", "Spec", "backup_path",
+    "ctxd_hook_spec", "default_hook_command", "handler_entry_point", "install", "is_ctxd_handler",
+    "merge_hooks", "remove_hooks", "rewrite_json", "uninstall", "write_private",
 ]  # fmt: skip
 
 EVENTS: tuple[str, ...] = (
@@ -28,9 +28,10 @@ EVENTS: tuple[str, ...] = (
     "SubagentStart", "SubagentStop", "Stop", "PreCompact", "PostCompact", "SessionEnd",
     "TaskCreated", "TaskCompleted",
 )  # fmt: skip
-# PreToolUse serialises against the tool, so ctxd listens only where it needs a subagent's
-# prompt; `Task` is the pre-2.1.63 name of `Agent` and may still be what a matcher sees.
+# PreToolUse serialises against the tool: ctxd listens for a subagent's prompt (`Task` is the
+# pre-2.1.63 name of `Agent`) and, with `[resume] recall_on_action`, before recalled calls.
 _MATCHERS = {"PreToolUse": "Agent|Task"}
+RECALL_MATCHER = "Agent|Task|Edit|Write|MultiEdit|NotebookEdit|Bash"
 # SessionStart may build the resume context; every other hook only appends one spool line.
 _DEFAULT_TIMEOUTS_S = {event: 5 for event in EVENTS} | {"SessionStart": 10, "SessionEnd": 5}
 # Claude Code's own default; anything larger is almost surely milliseconds (reference §7 #14).
@@ -102,8 +103,9 @@ def default_hook_command() -> HookCommand:
     return HookCommand((os.path.abspath(sys.executable), "-I", "-S", os.path.abspath(found.origin)))
 
 
-def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = None) -> Spec:
-    """The matcher groups ctxd wants per event; `timeouts` overrides the defaults (seconds)."""
+def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = None,
+                   recall: bool = True) -> Spec:  # fmt: skip
+    """The matcher groups ctxd wants per event (`recall`: PreToolUse before recalled calls too)."""
     chosen = dict(timeouts or {})
     unknown = sorted(set(chosen) - set(EVENTS))
     if unknown:
@@ -120,7 +122,8 @@ def ctxd_hook_spec(command: HookCommand, timeouts: Mapping[str, int] | None = No
     spec: Spec = {}
     for event in EVENTS:
         timeout = chosen.get(event, _DEFAULT_TIMEOUTS_S[event])
-        group: dict[str, Any] = {"matcher": _MATCHERS[event]} if event in _MATCHERS else {}
+        matcher = RECALL_MATCHER if recall and event == "PreToolUse" else _MATCHERS.get(event)
+        group: dict[str, Any] = {"matcher": matcher} if matcher else {}
         group["hooks"] = [{**base, "args": list(command.argv[1:]), "timeout": timeout}]
         spec[event] = [group]
     return spec
@@ -187,19 +190,14 @@ def remove_hooks(settings: dict[str, Any], is_ours: IsOurs) -> MergeResult:
 
 def install(settings_path: Path, command: HookCommand, *, dry_run: bool = False,
             timeouts: Mapping[str, int] | None = None, backup_dir: Path | None = None,
-            ) -> InstallReport:  # fmt: skip
+            recall: bool = True) -> InstallReport:  # fmt: skip
     """Merge ctxd's hooks into `settings_path` (created if missing); no write if nothing changes."""
-    spec = ctxd_hook_spec(command, timeouts)
+    spec = ctxd_hook_spec(command, timeouts, recall)
     return _rewrite(settings_path, dry_run, lambda s: merge_hooks(s, spec), backup_dir)
 
 
-def uninstall(
-    settings_path: Path,
-    *,
-    dry_run: bool = False,
-    delete_if_empty: bool = False,
-    backup_dir: Path | None = None,
-) -> InstallReport:
+def uninstall(settings_path: Path, *, dry_run: bool = False, delete_if_empty: bool = False,
+              backup_dir: Path | None = None) -> InstallReport:  # fmt: skip
     """Remove every ctxd handler from `settings_path`; a missing file means nothing to do.
 
     With `delete_if_empty` (ctxd created the file), a file left as `{}` is deleted, not kept.

@@ -15,8 +15,9 @@ class Decision(msgspec.Struct, omit_defaults=True):
     id: str  # stable signature of the normalized text
     decision: str
     featureId: str = ""
-    # Every source that stated it, comma-separated and sorted:
-    # explicit | agent_output | stop | user_prompt | compact_summary
+    # Every source that stated it, comma-separated and sorted: explicit | stop (the agent's
+    # own message) | plan (a plan the user approved) | user_prompt; a memory written by an
+    # earlier ctxd may also hold agent_output and compact_summary
     source: str = ""
     session_id: str = ""
     agent_id: str = ""
@@ -46,6 +47,8 @@ class Failure(msgspec.Struct, omit_defaults=True):
     resolved: bool = False
     resolved_ns: int = 0
     score: float = 0.0
+    cascades: int = 0  # parallel calls cancelled because of it
+    target: str = ""  # what the call aimed at (summarizer.common.failures.target_of)
 
 
 class Constraint(msgspec.Struct, omit_defaults=True):
@@ -80,3 +83,4 @@ class Memory(msgspec.Struct):
     constraints: list[Constraint] = msgspec.field(default_factory=list)
     features: list[Feature] = msgspec.field(default_factory=list)
     watermark: int = 0  # the last entry id the memory covers
+    constraints_in_force: int = 0  # all active constraints (`constraints` holds the first ones)

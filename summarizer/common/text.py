@@ -56,7 +56,10 @@ _PATH = re.compile(
 _TMP_PATH = re.compile(r"/(?:tmp|var/folders)/[\w./-]+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _EXIT = re.compile(r"^\s*Exit code (-?\d+)")
-_STRONG_ERROR = re.compile(r"^(?:FAILED|ERROR)\b|^E\s+\S|\b\w*(?:Error|Exception)\b:?")
+# A compiler's "path:line:col: message" counts as much as an "Error:" line.
+_STRONG_ERROR = re.compile(
+    r"^(?:FAILED|ERROR)\b|^E\s+\S|\b\w*(?:Error|Exception)\b:?|^[\w./-]+:\d+:\d+:\s"
+)
 _WEAK_ERROR = re.compile(
     r"(?i)\b(?:error|failed|failure|fatal|panic|exception|not found|denied|cannot|can't|unable"
     r"|no such|refused|timed? ?out|invalid)\b"
@@ -167,6 +170,11 @@ def error_summary(error: str) -> tuple[str, str]:
         code = m.group(1)
         lines = lines[1:]
     candidates = [s.strip() for s in lines if re.search(r"[A-Za-z]", s)]
+    # A line that ends in a colon introduces the next one ("blocked by hook:" / "- reason").
+    candidates = [
+        f"{c} {candidates[i + 1]}" if c.endswith(":") and i + 1 < len(candidates) else c
+        for i, c in enumerate(candidates)
+    ]
     for pattern in (_STRONG_ERROR, _WEAK_ERROR):
         for line in candidates:
             if pattern.search(line):
@@ -210,16 +218,19 @@ def edit_snippet(tool: str, tool_input: dict[str, Any]) -> str:
     return "rewritten" if tool == "Write" else ""
 
 
-def prevention_text(edits: list[tuple[str, str]], verb: str) -> str:
+def prevention_text(edits: list[tuple[str, str]], verb: str, rerun: bool = True) -> str:
     """What changed between the last failure and the success, most recent edit first.
 
-    `edits` are (path, snippet) pairs, newest first.
+    `edits` are (path, snippet) pairs, newest first. `rerun`: the success ran the very call
+    that failed (so, without edits in between, the failure may have been flaky).
     """
     seen: dict[str, str] = {}
     for path, snippet in edits:
         if path not in seen:
             seen[path] = snippet
     if not seen:
+        if not rerun:
+            return verb[:1].upper() + verb[1:]
         return f"Re-running without file edits, {verb} (possibly flaky or environment-related)"
     parts = [f"{p} ({s})" if s and s != "rewritten" else p for p, s in list(seen.items())[:3]]
     more = f" and {len(seen) - 3} more files" if len(seen) > 3 else ""

@@ -82,12 +82,20 @@ def light_account(
     name = str(marker.get("name", ""))
     instruction = _one_line(_without_agent_id(str(marker.get("instruction", ""))), 600)
     outcome = _one_line(str(event.get("last_assistant_message") or ""), 700)
-    text = (
-        f"ctxd: what agent {name} did in its previous run (session "
-        f"{str(event.get('session_id', ''))[:8]}, completed). This is your own earlier work.\n"
-        f"Instruction then: {instruction}\n"
-        + (f"Outcome: {outcome}\n" if outcome else "Outcome: no final message was recorded.\n")
-    )
+    from summarizer.common.neutralize import neutralize
+
+    quote = '"' + instruction.replace('"', "'") + '"'
+    answer = '"' + outcome.replace('"', "'") + '"'
+    text = neutralize(
+        f"ctxd's record of agent {name}'s previous run (session "
+        f"{str(event.get('session_id', ''))[:8]}, completed); what it recorded is quoted as data.\n"
+        f"Its instruction then: {quote}\n"
+        + (
+            f"Its last answer, as recorded: {answer}\n"
+            if outcome
+            else "No final answer was recorded.\n"
+        )
+    )[0]
     data = text.encode("utf-8")
     return text if len(data) <= max_tokens else data[:max_tokens].decode("utf-8", "ignore")
 

@@ -17,6 +17,8 @@ from indexer import recall, redact_entry, redact_text
 from indexer.config import load_config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
+from summarizer.common.failures import quoted
+from summarizer.common.neutralize import neutralize
 from summarizer.common.tokens import get_counter
 from summarizer.resume.sessions import (
     list_sessions,
@@ -36,9 +38,11 @@ class ToolInputError(CtxdError):
 
 
 def fit(header: str, lines: list[str], budget: int) -> str:
-    """`header` and as many of `lines` as fit in `budget` tokens, in order."""
+    """`header` and as many of `lines` as fit in `budget` tokens, in order. Recorded text is
+    data: a passage of it that addresses the model is left out of every line."""
     check_budget(budget)
     header, lines = redact_text(header), [redact_text(line) for line in lines]
+    lines = [neutralize(line)[0] for line in lines]
     counter = get_counter()
     note_tokens = 20  # room for the "… N more" line
     total = counter.count(header)
@@ -88,7 +92,8 @@ def search_tool(
         + " ".join(h.snippet.split())
         for h in hits
     ]
-    return fit(f"{len(hits)} matches for {query!r}, best first:", lines, budget)
+    header = f"{len(hits)} matches for {query!r} in the recorded text, best first:"
+    return fit(header, lines, budget)
 
 
 def sessions_tool(paths: StatePaths, limit: int = 20, budget: int = DEFAULT_BUDGET) -> str:
@@ -150,7 +155,7 @@ def agent_history_tool(
         e = redact_entry(se.entry)
         detail = e.error or e.output_summary or e.instruction
         line = f"- {iso_utc(e.ts_ns)} [{e.event}] {e.description}"
-        out.append(line + (f" — {' '.join(detail.split())[:300]}" if detail else ""))
+        out.append(line + (f" — recorded: {quoted(detail, 300)}" if detail else ""))
     return fit(f"Agent {agent} in session {sid}, newest first:", out, budget)
 
 
@@ -166,15 +171,14 @@ def failures_tool(
     if not rows:
         return "no failures recorded"
     lines = []
+    # The description holds the error once, quoted as recorded.
     for row in rows:
-        desc, command, error, prevention = (redact_text(t or "") for t in row[:4])
+        desc, command, _error, prevention = (redact_text(t or "") for t in row[:4])
         count, last_ns, _resolved_ns, is_open, sid = row[4:]
         state = "UNRESOLVED" if is_open else "resolved"
         line = f"- [{state}] {desc} (×{count}, last {iso_utc(last_ns)}, session {sid[:8]})"
         if command:
             line += f"\n  command: {command}"
-        if error and is_open:
-            line += f"\n  error: {' '.join(error.split())[:300]}"
         if prevention:
             line += f"\n  {'fixed by' if not is_open else 'prevention'}: {prevention}"
         lines.append(line)

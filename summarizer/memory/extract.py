@@ -8,13 +8,13 @@ from typing import Any
 
 from indexer import AGENT_TOOLS, EDIT_TOOLS, INT64_MAX
 from indexer.models import Entry
+from summarizer.common.acks import is_acknowledgement
+from summarizer.common.failures import cascade_kind, describe_failure, target_of
+from summarizer.common.neutralize import addresses_model, neutralize
 from summarizer.common.text import (
-    DECISION_RE,
     ITEM_CHARS,
     LIFT_RE,
     NEGATIVE_RE,
-    RULE_RE,
-    STRONG_DECISION_RE,
     clean,
     clip,
     command_of,
@@ -24,16 +24,18 @@ from summarizer.common.text import (
     relpath,
     rule_head,
     rule_object,
-    sentences,
     signature,
     text_key,
 )
+from summarizer.memory import statements
 from summarizer.memory.observations import (
     ConstraintObs,
     DecisionObs,
     EditObs,
     FailureObs,
     FeatureObs,
+    GiveUpObs,
+    NeutralizedObs,
     Observation,
     RevokeObs,
     SessionTextObs,
@@ -41,6 +43,8 @@ from summarizer.memory.observations import (
     TodoObs,
     Where,
 )
+from summarizer.memory.prose import Unit, plan_parts, units
+from summarizer.memory.supersede import chosen_and_rejected, is_reversal
 
 __all__ = [
     "EDIT_TOOLS",
@@ -49,6 +53,8 @@ __all__ = [
     "EditObs",
     "FailureObs",
     "FeatureObs",
+    "GiveUpObs",
+    "NeutralizedObs",
     "Observation",
     "RevokeObs",
     "SessionTextObs",
@@ -62,11 +68,9 @@ __all__ = [
 
 _OK_FEATURE = frozenset({"completed", "complete", "done", "passed", "passing", "success", "ok"})
 _FAILED_FEATURE = frozenset({"failed", "failing", "failure", "error", "blocked"})
-# Rules are short: a long sentence is a task description, and a templated prompt that differs
-# only after its first words restates the same rule.
-RULE_CHARS = 240
+# A templated prompt that differs only after its first words restates the same rule.
 RULE_KEY_WORDS = 12
-_LABEL = re.compile(r"(?i)^(?:decision|decided)\s*:\s*")
+_LABEL = re.compile(r"(?i)^(?:\w+\s+)?(?:decision|decided|decisi[oó]n)\s*:\s*")
 
 
 def revokes(revocation: RevokeObs, text: str, negative: bool, head: tuple[str, ...]) -> bool:
@@ -83,30 +87,32 @@ def revokes(revocation: RevokeObs, text: str, negative: bool, head: tuple[str, .
     return bool(target) and target <= revocation.terms
 
 
-def _failure(e: Entry, at: Where, tool_input: dict[str, Any]) -> FailureObs:
+def _failure(e: Entry, at: Where, tool_input: dict[str, Any]) -> list[Observation]:
     tool = e.tool_name or "tool"
     command = command_of(tool, tool_input, e.cwd, e.description)
-    code, line = error_summary(e.error or "error")
+    code, printed = error_summary(e.error or "error")
+    # What the call printed is data: a passage of it that addresses the model is left out.
+    line, left_out = neutralize(printed)
     error_class = (f"exit {code}: " if code else "") + mask(line)
-    shown = clip(command, 120)
-    head = f"{tool} `{shown}` failed" if shown else f"{tool} failed"
-    if code:
-        head += f" (exit {code})"
     source = "agent_output" if tool in AGENT_TOOLS else "tool"
-    return FailureObs(
+    description, more = neutralize(describe_failure(tool, clip(command, 120), code, line))
+    failure = FailureObs(
         signature=signature(tool, command, error_class),
         cmd_key=f"{tool}\x1f{command}",
         tool=tool,
         command=clip(command, 300),
         error_class=error_class,
         error_line=line,
-        description=clip(f"{head}: {line}" if line else head, ITEM_CHARS),
+        description=clip(description, ITEM_CHARS),
         source=source,
         feature_id="",
         prevention="",
         resolved=False,
         at=at,
+        target_key=target_of(tool, tool_input, e.cwd, command),
+        cascade=cascade_kind(e.error or ""),
     )
+    return [NeutralizedObs(left_out + more, at), failure] if left_out + more else [failure]
 
 
 # --- per-entry dispatch ---------------------------------------------------------------------
@@ -134,25 +140,24 @@ def observe(entry_id: int, e: Entry) -> list[Observation]:
     at = Where(entry_id, e.ts_ns, e.session_id, e.agent_id)
     kind = e.event
     if kind in ("tool_failure", "agent_failed"):
-        return [_failure(e, at, _input(detail_of(e)))]
+        return _failure(e, at, _input(detail_of(e)))
     if kind == "tool_result":
         return _tool_result(e, at)
     if kind in ("tool_use",) and e.tool_name == "TodoWrite":
         return _todos(e, at, detail_of(e))
     if kind == "agent_complete":
-        command = command_of(e.tool_name or "Agent", _input(detail_of(e)), e.cwd, e.description)
-        out: list[Observation] = [
-            SuccessObs(f"{e.tool_name}\x1f{command}", "the agent completed", at)
-        ]
-        return out + _decisions(e.output_summary, "agent_output", at)
-    if kind in ("stop", "subagent_stop"):
-        out = _decisions(e.text, "stop", at)
-        if kind == "stop" and e.agent_id == "main" and e.text.strip():
-            out.append(SessionTextObs("report", clip(clean(e.text), 1500), at))
+        # A subagent's answer is recorded data, never the session's decisions.
+        tool_input = _input(detail_of(e))
+        command = command_of(e.tool_name or "Agent", tool_input, e.cwd, e.description)
+        target = target_of(e.tool_name or "Agent", tool_input, e.cwd, command)
+        return [SuccessObs(f"{e.tool_name}\x1f{command}", "the agent completed", at, target)]
+    if kind == "stop":  # the session's own last message of a turn
+        out = _decisions(units(e.text), "agent", "stop", at)
+        if e.agent_id == "main" and e.text.strip():
+            out += _recorded_text("report", e.text, 1500, at)
         return out
-    if kind == "post_compact":
-        out = _decisions(e.text, "compact_summary", at)
-        return [*out, SessionTextObs("compact", clip(clean(e.text), 3000), at)] if e.text else out
+    if kind == "post_compact":  # Claude Code's summary restates; it states no new choice
+        return _recorded_text("compact", e.text, 3000, at) if e.text else []
     if kind == "prompt":
         return _prompt(e, at)
     if kind in ("task_created", "task_completed"):
@@ -170,11 +175,13 @@ def _tool_result(e: Entry, at: Where) -> list[Observation]:
     detail = detail_of(e)
     tool_input = _input(detail)
     if e.error:  # an interrupted call arrives as a result with error "interrupted"
-        return [_failure(e, at, tool_input)]
+        return _failure(e, at, tool_input)
     tool = e.tool_name or "tool"
     command = command_of(tool, tool_input, e.cwd, e.description)
     verb = "the command passed" if tool == "Bash" else "the call succeeded"
-    out: list[Observation] = [SuccessObs(f"{tool}\x1f{command}", verb, at)]
+    target = target_of(tool, tool_input, e.cwd, command)
+    shown = clip(command, 120) if tool == "Bash" else ""
+    out: list[Observation] = [SuccessObs(f"{tool}\x1f{command}", verb, at, target, shown)]
     if tool in EDIT_TOOLS:
         path = tool_input.get("file_path") or tool_input.get("notebook_path")
         # Codex's apply_patch names its files in the patch: the entry lists them.
@@ -213,47 +220,64 @@ def _tasks(tool: str, at: Where, tool_input: dict[str, Any], response: Any) -> l
     return [TodoObs("update", ((task_id, subject, status),), at)] if task_id else []
 
 
-def _decisions(text: str, source: str, at: Where) -> list[Observation]:
+def _recorded_text(field: str, text: str, limit: int, at: Where) -> list[Observation]:
+    """A session text kept as recorded, without the passages that address the model."""
+    kept, left_out = neutralize(text)
+    out: list[Observation] = [SessionTextObs(field, clip(clean(kept), limit), at)]
+    return out + ([NeutralizedObs(left_out, at)] if left_out else [])
+
+
+def _decisions(
+    sentences: list[Unit], speaker: str, source: str, at: Where
+) -> list[Observation]:
     out: list[Observation] = []
-    if not text:
-        return out
-    # A user's prompt asks for things ("instead of X, do Y"); only outright choices count there.
-    pattern = STRONG_DECISION_RE if source == "user_prompt" else DECISION_RE
     seen = set()
-    for s in sentences(text):
-        if "?" in s or len(s) < 15 or s.startswith(("|", "User", "Message")):
-            continue  # questions, table rows, quoted user messages in compaction summaries
-        if pattern.search(s):
-            key = text_key(s)
-            if key not in seen:
-                seen.add(key)
-                shown = _LABEL.sub("", s)
-                shown = shown[:1].upper() + shown[1:]
-                out.append(DecisionObs(key, clip(shown, ITEM_CHARS), source, "", at))
-    return out
+    left_out = 0
+    for text in statements.decisions_in(sentences, speaker):
+        if addresses_model(text):  # never a decision of the session's, whoever wrote it
+            left_out += 1
+            continue
+        key = text_key(text)
+        if key not in seen:
+            seen.add(key)
+            shown = _LABEL.sub("", text)
+            shown = shown[:1].upper() + shown[1:]
+            out.append(DecisionObs(key, clip(shown, ITEM_CHARS), source, "", at))
+    return out + ([NeutralizedObs(left_out, at)] if left_out else [])
 
 
 def _prompt(e: Entry, at: Where) -> list[Observation]:
     text = e.text
     if not text.strip():
         return []
+    if is_acknowledgement(text):  # noted after the request, never the request itself
+        return [SessionTextObs("ack", clip(clean(text), 60), at)]
     out: list[Observation] = [SessionTextObs("prompt", clip(clean(text), 600), at)]
-    if text.lstrip().startswith("<"):  # command expansions and pasted markup, not instructions
+    if e.agent_id != "main":  # a subagent's instructions are not the user's words
         return out
-    out += _decisions(text, "user_prompt", at)
-    for s in sentences(text):
-        if "?" in s or not 8 <= len(s) <= RULE_CHARS:
+    parts = plan_parts(text)
+    if parts is not None:  # the agent's approved plan: its choices, never the user's rules
+        out += _decisions(units(parts[0]), "plan", "plan", at)
+    own = statements.user_sentences(text)
+    out += _decisions(own, "user", "user_prompt", at)
+    for unit in own:
+        s = unit.text
+        if "?" in s or statements.is_complaint(s):
             continue
-        negative = bool(NEGATIVE_RE.search(s))
         if LIFT_RE.search(s):
             terms = frozenset(key_terms(s))
-            out.append(RevokeObs("", terms, negative, (), False, at))
-        elif RULE_RE.search(s):
-            head = rule_head(s)
-            text_ = clip(s, ITEM_CHARS)
-            out.append(RevokeObs("", frozenset(), negative, head, True, at))
-            key = text_key(" ".join(s.split()[:RULE_KEY_WORDS]))
-            out.append(ConstraintObs(key, text_, "user_prompt", "", negative, head, at))
+            out.append(RevokeObs("", terms, bool(NEGATIVE_RE.search(s)), (), False, at))
+        if is_reversal(s):  # "use spaces instead of tabs": earlier tab rules and choices retire
+            out.append(GiveUpObs(chosen_and_rejected(s)[1], at))
+    for rule in statements.rules_in(own):
+        if LIFT_RE.search(rule):
+            continue  # "you can edit X now" lifts a rule; it states none
+        negative = statements.is_negative(rule)
+        head = rule_head(rule)
+        out.append(RevokeObs("", frozenset(), negative, head, True, at))
+        key = text_key(" ".join(rule.split()[:RULE_KEY_WORDS]))
+        shown = clip(rule, ITEM_CHARS)
+        out.append(ConstraintObs(key, shown, "user_prompt", "", negative, head, at))
     return out
 
 

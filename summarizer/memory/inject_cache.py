@@ -30,6 +30,7 @@ __all__ = [
     "current_watermark",
     "decision_line",
     "empty_injection",
+    "more_constraints_line",
     "remember_injection",
     "render_injection",
 ]
@@ -69,12 +70,23 @@ def render_injection(injection: dict[str, Any]) -> str:
         for f in injection["failures"][:TOP_FAILURES]:
             text += f"- {f['description']}: {f['prevention']}\n"
         text += "\n"
-    if injection["constraints"]:
+    more = int(injection.get("moreConstraints") or 0)
+    if injection["constraints"] or more:
         text += "**Active Constraints:**\n"
         for c in injection["constraints"]:
             text += f"- {c['description']}\n"
+        if more:
+            text += more_constraints_line(more) + "\n"
         text += "\n"
     return text
+
+
+def more_constraints_line(more: int) -> str:
+    """What packing left out, and where to read it: a constraint is never dropped silently."""
+    return (
+        f"- … and {more} more constraint{'s' if more > 1 else ''} in force, left out for room"
+        " (the ctxd MCP tool `decisions` lists them all)"
+    )
 
 
 def decision_line(d: dict[str, Any]) -> str:

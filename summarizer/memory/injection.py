@@ -11,12 +11,14 @@ from indexer.errors import CtxdError
 from indexer.paths import StatePaths
 from summarizer.common.budget import pack_items, utf16_len
 from summarizer.common.models import Memory
+from summarizer.common.neutralize import neutralize
 from summarizer.common.tokens import TokenCounter, sanitize
 from summarizer.memory.inject_cache import (
     TOP_DECISIONS,
     TOP_FAILURES,
     decision_line,
     empty_injection,
+    more_constraints_line,
     remember_injection,
     render_injection,
 )
@@ -59,14 +61,17 @@ def build_injection(
     count = counter.count
 
     def cut(text: str, max_tokens: int) -> str:
-        return counter.truncate(sanitize(text), max_tokens)
+        # Recorded text is data: a passage of it that addresses the model is left out.
+        return counter.truncate(neutralize(sanitize(text))[0], max_tokens)
 
     scale = budget / cfg.injection_budget if cfg.injection_budget > 0 else 1.0
     d_budget = int(cfg.decisions_budget * scale)
     f_budget = int(cfg.failures_budget * scale)
     c_budget = int(cfg.constraints_budget * scale)
     top_d = feature_first(memory.decisions, feature_id, lambda d: d.featureId)[:TOP_DECISIONS]
-    top_f = feature_first(memory.failures, feature_id, lambda f: f.featureId)[:TOP_FAILURES]
+    # Unresolved failures first (what to avoid now), each group in rank order.
+    ranked_f = sorted(memory.failures, key=lambda f: f.resolved)
+    top_f = feature_first(ranked_f, feature_id, lambda f: f.featureId)[:TOP_FAILURES]
     # Each shown item may use its share of the section (seed 004: ~50 tokens each).
     per_decision = max(12, d_budget // max(1, len(top_d)) - 8)
     decisions = [
@@ -108,12 +113,19 @@ def build_injection(
         )
         room_tokens -= used_t
         room_chars -= used_c
-    lines = [line for line in sanitize(summary).split("\n") if line.strip()]
+    # A constraint is never dropped silently: the injection says how many more are in force.
+    in_force = max(memory.constraints_in_force, len(memory.constraints))
+    if len(result["constraints"]) < in_force:
+        result["moreConstraints"] = in_force - len(result["constraints"])
+        line = more_constraints_line(result["moreConstraints"])
+        room_tokens -= count(line) + 2
+        room_chars -= utf16_len(line) + 1
+    lines = [line for line in neutralize(sanitize(summary))[0].split("\n") if line.strip()]
     kept = pack_items(
         lines, room_tokens, count, max_chars=room_chars, truncate=cut, char_len=utf16_len
     )
     result["summary"] = "\n".join(kept)
-    return _fit(result, budget, count)
+    return _fit(result, budget, count, in_force)
 
 
 def _pack(
@@ -138,9 +150,13 @@ def _unresolved(count: int) -> str:
     return f"not resolved yet (seen {count}×)" if count > 1 else "not resolved yet"
 
 
-def _fit(result: dict[str, Any], budget: int, count: Callable[[str], int]) -> dict[str, Any]:
+def _fit(
+    result: dict[str, Any], budget: int, count: Callable[[str], int], in_force: int = 0
+) -> dict[str, Any]:
     # The guarantee: count the exact rendering and drop from the end until it fits.
     while True:
+        if in_force > len(result["constraints"]):
+            result["moreConstraints"] = in_force - len(result["constraints"])
         has_items = result["decisions"] or result["failures"] or result["constraints"]
         if not result["summary"] and not has_items:
             return empty_injection()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import astuple
 from typing import Any, TypeVar
@@ -11,16 +12,30 @@ from indexer import history
 from indexer.config import SummarizerConfig
 from indexer.search_index import index_memory
 from summarizer.common import text as tx
+from summarizer.common.acks import note_ack
+from summarizer.common.neutralize import NEUTRALIZED_META
 from summarizer.memory import extract as ex
+from summarizer.memory.failure_fold import FailureFolding
 from summarizer.memory.rank import rank_key, source_weight
 from summarizer.memory.search_docs import memory_docs
-from summarizer.memory.tables import TABLES, ConstraintRow, DecisionRow, FailureRow, columns
+from summarizer.memory.supersede import SupersedeFolding, chosen_and_rejected
+from summarizer.memory.tables import (
+    TABLES,
+    ConstraintRow,
+    DecisionRow,
+    FailureRow,
+    columns,
+    select_list,
+)
 
-# How far back (in entry ids) the edits that explain a fix are looked for: bounded, so the
-# cost of resolving a failure does not grow with history.
-PREVENTION_WINDOW = 5000
+ACK_NOTE = re.compile(r' \(then: "[^"]*"\)$')
 
 R = TypeVar("R")
+
+
+def with_ack(request: str, ack: str) -> str:
+    """The request with the acknowledgement that came after it noted (the latest one only)."""
+    return note_ack(ACK_NOTE.sub("", request), ack)
 
 
 def _merge_sources(sources: str, source: str) -> str:
@@ -29,7 +44,7 @@ def _merge_sources(sources: str, source: str) -> str:
     return ",".join(sorted(parts))
 
 
-class MemoryFold:
+class MemoryFold(FailureFolding, SupersedeFolding):
     """The touched rows of one batch; `flush()` writes them back with the carried state."""
 
     def __init__(self, conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
@@ -38,8 +53,11 @@ class MemoryFold:
         self.rows: dict[str, dict[str, Any]] = {name: {} for name in TABLES}
         self._missing: dict[str, set[str]] = {name: set() for name in TABLES}
         self._by_cmd: dict[str, set[str]] = {}
-        self._cmd_loaded: set[str] = set()
+        self._by_target: dict[str, set[str]] = {}
+        self._keys_loaded: set[str] = set()
+        self._last_failure: dict[str, tuple[str, int]] = {}
         self._new_terms: list[tuple[str, str]] = []
+        self._new_decision_terms: list[tuple[str, str]] = []
         self.features: dict[str, dict[str, Any]] = {}
         self.files: dict[str, list[Any]] = {}
         self.sessions: dict[str, dict[str, Any]] = {}
@@ -48,6 +66,7 @@ class MemoryFold:
         self.last_ns = int(history.get_meta(conn, "mem.last_ns", "0") or 0)
         self.new_decisions = 0
         self.new_failures = 0
+        self.neutralized = 0  # passages of recorded text that addressed the model, left out
 
     # --- row cache ---------------------------------------------------------------------------
 
@@ -59,7 +78,7 @@ class MemoryFold:
             return None
         row_type, pk = TABLES[table]
         found = self.conn.execute(
-            f"SELECT {', '.join(columns(row_type))} FROM {table} WHERE {pk}=?", (key,)
+            f"SELECT {select_list(self.conn, row_type, table)} FROM {table} WHERE {pk}=?", (key,)
         ).fetchone()
         if found is None:
             self._missing[table].add(key)
@@ -72,6 +91,8 @@ class MemoryFold:
         self._missing[table].discard(key)
         if isinstance(row, FailureRow):
             self._by_cmd.setdefault(row.cmd_key, set()).add(row.signature)
+            if row.target_key:
+                self._by_target.setdefault(row.target_key, set()).add(row.signature)
         return row
 
     # --- observations ------------------------------------------------------------------------
@@ -90,6 +111,10 @@ class MemoryFold:
             self._constraint(o)
         elif isinstance(o, ex.RevokeObs):
             self._revoke(o)
+        elif isinstance(o, ex.GiveUpObs):
+            self._retire_given_up(o.rejected, at.entry_id, at.ts_ns, "")
+        elif isinstance(o, ex.NeutralizedObs):
+            self.neutralized += o.count
         elif isinstance(o, ex.FeatureObs):
             self._feature(o)
         elif isinstance(o, ex.EditObs):
@@ -99,7 +124,11 @@ class MemoryFold:
         elif isinstance(o, ex.TodoObs):
             self._todos(o)
         elif isinstance(o, ex.SessionTextObs):
-            self._session(at.session_id)[o.field] = o.text
+            session = self._session(at.session_id)
+            if o.field == "ack":
+                session["prompt"] = with_ack(session["prompt"], o.text)
+            else:
+                session[o.field] = o.text
 
     def note_entry(self, session_id: str, hook_event: str) -> None:
         """Remember the latest session with Claude Code activity (not only explicit events)."""
@@ -132,78 +161,10 @@ class MemoryFold:
         row.last_entry_id = at.entry_id
         row.session_id, row.agent_id = at.session_id, at.agent_id
         row.feature_id = row.feature_id or o.feature_id or self.current_feature
-
-    def _failure(self, o: ex.FailureObs) -> None:
-        at = o.at
-        row: FailureRow | None = self._get("mem_failures", o.signature)
-        if row is None:
-            self.new_failures += 1
-            row = FailureRow(
-                o.signature,
-                o.cmd_key,
-                o.description,
-                "",
-                0,
-                o.tool,
-                o.command,
-                o.error_class,
-                o.error_line,
-                o.feature_id or self.current_feature,
-                o.source,
-                at.session_id,
-                at.agent_id,
-                0,
-                at.ts_ns,
-                at.ts_ns,
-                at.entry_id,
-                at.entry_id,
-            )
-            self._put("mem_failures", row)
-        row.count += 1
-        row.description, row.last_error = o.description, o.error_line
-        row.sources = _merge_sources(row.sources, o.source)
-        row.last_ns = max(row.last_ns, at.ts_ns)
-        row.last_entry_id = at.entry_id
-        row.session_id, row.agent_id = at.session_id, at.agent_id
-        row.feature_id = row.feature_id or o.feature_id or self.current_feature
-        if o.prevention:
-            row.prevention, row.explicit_prevention = o.prevention, 1
-        if o.resolved:
-            row.resolved_ns, row.resolved_entry_id = at.ts_ns, at.entry_id
-
-    def _success(self, o: ex.SuccessObs) -> None:
-        if o.cmd_key not in self._cmd_loaded:
-            self._cmd_loaded.add(o.cmd_key)
-            row_type = FailureRow
-            for found in self.conn.execute(
-                f"SELECT {', '.join(columns(row_type))} FROM mem_failures WHERE cmd_key=?",
-                (o.cmd_key,),
-            ):
-                if found[0] not in self.rows["mem_failures"]:
-                    self._put("mem_failures", row_type(*found))
-        for sig in sorted(self._by_cmd.get(o.cmd_key, ())):
-            row: FailureRow = self.rows["mem_failures"][sig]
-            if not row.is_open or row.last_entry_id >= o.at.entry_id:
-                continue
-            row.resolved_ns, row.resolved_entry_id = o.at.ts_ns, o.at.entry_id
-            if not row.explicit_prevention:
-                row.prevention = self._prevention(row.last_entry_id, o)
-
-    def _prevention(self, failed_id: int, o: ex.SuccessObs) -> str:
-        low = max(failed_id, o.at.entry_id - PREVENTION_WINDOW)
-        edits: list[tuple[str, str]] = []
-        for files, detail, tool, cwd in history.recent_edits(
-            self.conn, low, o.at.entry_id, o.at.session_id
-        ):
-            try:
-                tool_input = json.loads(detail).get("input") or {}
-                paths = json.loads(files) if files else []
-            except (ValueError, AttributeError):
-                continue
-            if paths and isinstance(tool_input, dict):
-                path = tx.relpath(tx.clean(str(paths[0])), str(cwd))
-                edits.append((path, tx.edit_snippet(str(tool), tool_input)))
-        return tx.prevention_text(edits, o.verb)
+        row.retired_ns, row.retired_by = 0, ""  # stated (again): in force
+        chosen, rejected = chosen_and_rejected(o.text)
+        self._new_decision_terms += [(t, o.key) for t in chosen]
+        self._retire_given_up(rejected, at.entry_id, at.ts_ns, o.key)
 
     def _constraint(self, o: ex.ConstraintObs) -> None:
         at = o.at
@@ -352,6 +313,10 @@ class MemoryFold:
             "INSERT OR IGNORE INTO mem_constraint_terms(term, id) VALUES (?, ?)", self._new_terms
         )
         self.conn.executemany(
+            "INSERT OR IGNORE INTO mem_decision_terms(term, id) VALUES (?, ?)",
+            self._new_decision_terms,
+        )
+        self.conn.executemany(
             "INSERT OR REPLACE INTO mem_features(id, name, category, status, started_at,"
             " completed_at, session_id, first_entry_id, last_entry_id) VALUES (?,?,?,?,?,?,?,?,?)",
             [tuple(f.values()) for f in self.features.values()],
@@ -375,6 +340,9 @@ class MemoryFold:
                 for sid, r in self.sessions.items()
             ],
         )
+        if self.neutralized:
+            total = int(history.get_meta(self.conn, NEUTRALIZED_META, "0") or 0)
+            history.set_meta(self.conn, NEUTRALIZED_META, str(total + self.neutralized))
         for key, value in (
             ("mem.watermark", str(watermark)),
             ("mem.current_feature", self.current_feature),

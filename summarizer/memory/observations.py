@@ -19,7 +19,7 @@ class Where:
 class DecisionObs:
     key: str
     text: str
-    source: str  # explicit | agent_output | stop | user_prompt | compact_summary
+    source: str  # explicit | stop | plan | user_prompt (agent_output, compact_summary: earlier)
     feature_id: str
     at: Where
 
@@ -38,6 +38,8 @@ class FailureObs:
     prevention: str
     resolved: bool
     at: Where
+    target_key: str = ""  # what the call aimed at (summarizer.common.failures.target_of)
+    cascade: str = ""  # CASCADE or USER_STOP: no failure of its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,8 @@ class SuccessObs:
     cmd_key: str
     verb: str  # how the success is told in a prevention ("the command passed")
     at: Where
+    target_key: str = ""
+    command: str = ""  # what passed (told when it differs from the failed command)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,22 @@ class RevokeObs:
     negative: bool
     head: tuple[str, ...]
     is_rule: bool  # an opposite rule revokes by head; a lift revokes by object terms
+    at: Where
+
+
+@dataclass(frozen=True, slots=True)
+class GiveUpObs:
+    """A sentence of the user's that gives something up by name (summarizer.memory.supersede)."""
+
+    rejected: frozenset[str]
+    at: Where
+
+
+@dataclass(frozen=True, slots=True)
+class NeutralizedObs:
+    """Passages of recorded text that addressed the model, left out (common.neutralize)."""
+
+    count: int
     at: Where
 
 
@@ -95,7 +115,7 @@ class TodoObs:
 
 @dataclass(frozen=True, slots=True)
 class SessionTextObs:
-    field: str  # prompt | report | compact
+    field: str  # prompt | ack (an acknowledgement after the request) | report | compact
     text: str
     at: Where
 
@@ -106,6 +126,8 @@ Observation = (
     | SuccessObs
     | ConstraintObs
     | RevokeObs
+    | GiveUpObs
+    | NeutralizedObs
     | FeatureObs
     | EditObs
     | TodoObs

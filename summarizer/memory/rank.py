@@ -19,6 +19,7 @@ _WEIGHT_FIELD = {
     "user_prompt": "weight_user_prompt",
     "agent_output": "weight_agent_output",
     "stop": "weight_agent_output",
+    "plan": "weight_agent_output",
     "tool": "weight_tool",
 }
 

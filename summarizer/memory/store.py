@@ -17,13 +17,24 @@ from summarizer.common.models import Constraint, Decision, Failure, Feature, Mem
 from summarizer.memory.extract import Observation, observe
 from summarizer.memory.merge import MemoryFold
 from summarizer.memory.rank import rank_config, rank_key, score, source_weight
-from summarizer.memory.tables import SCHEMA, TABLES, ConstraintRow, DecisionRow, FailureRow, columns
+from summarizer.memory.tables import (
+    SCHEMA,
+    TABLES,
+    ConstraintRow,
+    DecisionRow,
+    FailureRow,
+    add_missing_columns,
+    has_column,
+    select_list,
+)
 
 log = logging.getLogger("ctxd.memory")
 
 # Entries folded per transaction: a batch is held in memory whole (texts up to max_text_chars),
 # so it stays small enough to keep the daemon's peak RSS bounded.
 BATCH_ENTRIES = 2_000
+# The memory tables' layout (tables.ADDED_COLUMNS): a writer migrates an older one.
+SCHEMA_VERSION = "3"
 
 
 @dataclass
@@ -54,14 +65,20 @@ def has_memory(conn: sqlite3.Connection) -> bool:
 
 
 def ensure_schema(conn: sqlite3.Connection, cfg: SummarizerConfig) -> None:
-    """Create the memory tables if needed; re-rank stored items if the ranking config changed."""
+    """Create or migrate the memory tables; re-rank stored items if the ranking config changed."""
     fingerprint = rank_config(cfg)
-    if has_memory(conn) and history.get_meta(conn, "mem.rank_config") == fingerprint:
+    if (
+        has_memory(conn)
+        and history.get_meta(conn, "mem.rank_config") == fingerprint
+        and history.get_meta(conn, "mem.schema") == SCHEMA_VERSION
+    ):
         return
     with history.transaction(conn):
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
+        add_missing_columns(conn)
+        history.set_meta(conn, "mem.schema", SCHEMA_VERSION)
         if history.get_meta(conn, "mem.rank_config") != fingerprint:
             _rerank(conn, cfg)
             history.set_meta(conn, "mem.rank_config", fingerprint)
@@ -167,15 +184,20 @@ def _select(
     conn: sqlite3.Connection, table: str, where: str, order: str, args: tuple[Any, ...]
 ) -> list[Any]:
     row_type, _pk = TABLES[table]
-    sql = f"SELECT {', '.join(columns(row_type))} FROM {table} {where} ORDER BY {order}"
+    sql = f"SELECT {select_list(conn, row_type, table)} FROM {table} {where} ORDER BY {order}"
     return [row_type(*r) for r in conn.execute(sql, args)]
 
 
 def _ranked(conn: sqlite3.Connection, table: str, limit: int, feature_id: str | None) -> list[Any]:
-    order = "rank_key DESC, last_entry_id DESC LIMIT ?"
-    rows = _select(conn, table, "", order, (limit,))
+    # Equal ranks (statements of one message) keep the order they were stated in.
+    order = "rank_key DESC, last_entry_id DESC, rowid LIMIT ?"
+    # Retired decisions leave the notes (they stay in the index, searchable).
+    in_force = "retired_ns=0" if has_column(conn, table, "retired_ns") else "1"
+    rows = _select(conn, table, f"WHERE {in_force}", order, (limit,))
     if feature_id:
-        mine = _select(conn, table, "WHERE feature_id=?", order, (feature_id, limit))
+        mine = _select(
+            conn, table, f"WHERE feature_id=? AND {in_force}", order, (feature_id, limit)
+        )
         keys = {getattr(r, TABLES[table][1]) for r in mine}
         rows = mine + [r for r in rows if getattr(r, TABLES[table][1]) not in keys]
     return rows[:limit]
@@ -215,24 +237,7 @@ def load_memory(
         if isinstance(r, DecisionRow)
     ]
     failures = [
-        Failure(
-            signature=r.signature,
-            description=r.description,
-            prevention=r.prevention,
-            tool=r.tool,
-            command=r.command,
-            error_class=r.error_class,
-            last_error=r.last_error,
-            featureId=r.feature_id,
-            session_id=r.session_id,
-            agent_id=r.agent_id,
-            count=r.count,
-            first_ns=r.first_ns,
-            last_ns=r.last_ns,
-            resolved=not r.is_open,
-            resolved_ns=r.resolved_ns,
-            score=score(r.last_ns, r.count, source_weight(r.sources.split(","), cfg), ref, hl),
-        )
+        _failure_of(r, cfg, ref)
         for r in _ranked(conn, "mem_failures", cfg.max_failures, feature_id)
         if isinstance(r, FailureRow)
     ]
@@ -274,7 +279,53 @@ def load_memory(
             " ORDER BY last_entry_id DESC LIMIT 50"
         )
     ]
-    return Memory(decisions, failures, constraints, features, watermark(conn))
+    (in_force,) = conn.execute("SELECT count(*) FROM mem_constraints WHERE active=1").fetchone()
+    return Memory(decisions, failures, constraints, features, watermark(conn), int(in_force))
+
+
+def session_failures(
+    conn: sqlite3.Connection,
+    session_id: str,
+    config: Config | SummarizerConfig | None = None,
+    limit: int = 200,
+) -> list[Failure]:
+    """One session's failures (those it saw last), unresolved first, newest first."""
+    if not has_memory(conn):
+        return []
+    cfg = _summarizer_config(config)
+    ref = int(history.get_meta(conn, "mem.last_ns", "0") or 0)
+    rows = _select(
+        conn,
+        "mem_failures",
+        "WHERE session_id=?",
+        "resolved_entry_id < last_entry_id DESC, last_ns DESC LIMIT ?",
+        (session_id, limit),
+    )
+    return [_failure_of(r, cfg, ref) for r in rows if isinstance(r, FailureRow)]
+
+
+def _failure_of(r: FailureRow, cfg: SummarizerConfig, ref: int) -> Failure:
+    weight = source_weight(r.sources.split(","), cfg)
+    return Failure(
+        signature=r.signature,
+        description=r.description,
+        prevention=r.prevention,
+        tool=r.tool,
+        command=r.command,
+        error_class=r.error_class,
+        last_error=r.last_error,
+        featureId=r.feature_id,
+        session_id=r.session_id,
+        agent_id=r.agent_id,
+        count=r.count,
+        first_ns=r.first_ns,
+        last_ns=r.last_ns,
+        resolved=not r.is_open,
+        resolved_ns=r.resolved_ns,
+        score=score(r.last_ns, r.count, weight, ref, cfg.recency_half_life_h),
+        cascades=r.cascades,
+        target=r.target_key,
+    )
 
 
 def count_new(conn: sqlite3.Connection, after_id: int) -> tuple[int, int]:
@@ -287,8 +338,14 @@ def count_new(conn: sqlite3.Connection, after_id: int) -> tuple[int, int]:
 
 
 def drop_orphan_terms(conn: sqlite3.Connection) -> None:
-    """Delete the search terms of constraints that are gone (after `ctxd forget`)."""
+    """Delete the terms of constraints and decisions that are gone (after `ctxd forget`)."""
     if has_memory(conn):
         conn.execute(
             "DELETE FROM mem_constraint_terms WHERE id NOT IN (SELECT id FROM mem_constraints)"
         )
+        if conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='mem_decision_terms'"
+        ).fetchone():
+            conn.execute(
+                "DELETE FROM mem_decision_terms WHERE id NOT IN (SELECT id FROM mem_decisions)"
+            )

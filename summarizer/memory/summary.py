@@ -12,7 +12,9 @@ from typing import Any
 from indexer import history, iso_utc, query, write_atomic
 from indexer.config import SummarizerConfig
 from indexer.paths import StatePaths
+from summarizer.common.failures import quoted
 from summarizer.common.models import Memory
+from summarizer.common.neutralize import neutralize
 from summarizer.common.text import clip
 from summarizer.common.tokens import TokenCounter
 from summarizer.memory.backend import SummaryBackend, clamp
@@ -103,11 +105,12 @@ def summary_lines(
         if open_failures:
             line += f"; latest unresolved: {clip(open_failures[0].description, 200)}"
         lines.append(line + ".")
+    # Recorded text is quoted as recorded, never told as ctxd's own words.
     if mine[2]:
-        lines.append(f"Latest report: {mine[2]}")
+        lines.append(f"The agent's last message, as recorded: {quoted(mine[2], 1500)}")
     if mine[3]:
-        lines.append(f"Compaction summary: {mine[3]}")
-    return lines
+        lines.append(f"Claude Code's compaction summary, as recorded: {quoted(mine[3], 3000)}")
+    return [neutralize(line)[0] for line in lines]
 
 
 def _feature_lines(memory: Memory) -> list[str]:

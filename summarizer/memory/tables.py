@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import sqlite3
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 SCHEMA = """
@@ -10,7 +11,10 @@ CREATE TABLE IF NOT EXISTS mem_decisions(
     id TEXT PRIMARY KEY, decision TEXT NOT NULL, feature_id TEXT NOT NULL, sources TEXT NOT NULL,
     session_id TEXT NOT NULL, agent_id TEXT NOT NULL, first_ns INTEGER NOT NULL,
     last_ns INTEGER NOT NULL, count INTEGER NOT NULL, entry_id INTEGER NOT NULL,
-    last_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL);
+    last_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL,
+    retired_ns INTEGER NOT NULL DEFAULT 0, retired_by TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS mem_decision_terms(term TEXT NOT NULL, id TEXT NOT NULL,
+    PRIMARY KEY(term, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mem_decisions_rank ON mem_decisions(rank_key);
 CREATE INDEX IF NOT EXISTS mem_decisions_feature ON mem_decisions(feature_id, rank_key);
 CREATE INDEX IF NOT EXISTS mem_decisions_entry ON mem_decisions(entry_id);
@@ -21,7 +25,8 @@ CREATE TABLE IF NOT EXISTS mem_failures(
     feature_id TEXT NOT NULL, sources TEXT NOT NULL, session_id TEXT NOT NULL,
     agent_id TEXT NOT NULL, count INTEGER NOT NULL, first_ns INTEGER NOT NULL,
     last_ns INTEGER NOT NULL, entry_id INTEGER NOT NULL, last_entry_id INTEGER NOT NULL,
-    resolved_ns INTEGER NOT NULL, resolved_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL);
+    resolved_ns INTEGER NOT NULL, resolved_entry_id INTEGER NOT NULL, rank_key REAL NOT NULL,
+    target_key TEXT NOT NULL DEFAULT '', cascades INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS mem_failures_cmd ON mem_failures(cmd_key);
 CREATE INDEX IF NOT EXISTS mem_failures_rank ON mem_failures(rank_key);
 CREATE INDEX IF NOT EXISTS mem_failures_feature ON mem_failures(feature_id, rank_key);
@@ -64,6 +69,8 @@ class DecisionRow:
     entry_id: int
     last_entry_id: int
     rank_key: float = 0.0
+    retired_ns: int = 0  # when a later statement gave up what it chose (0: in force)
+    retired_by: str = ""  # the id of the decision that retired it ("" for a user's sentence)
 
 
 @dataclass(slots=True)
@@ -89,6 +96,8 @@ class FailureRow:
     resolved_ns: int = 0
     resolved_entry_id: int = 0
     rank_key: float = 0.0
+    target_key: str = ""  # what the call aimed at (summarizer.common.failures.target_of)
+    cascades: int = 0  # parallel calls cancelled because of it
 
     @property
     def is_open(self) -> bool:
@@ -120,6 +129,50 @@ TABLES: dict[str, tuple[type[Any], str]] = {
 }
 
 
+# Columns added after a table's first release: (table, column, declaration). A table written
+# by an earlier ctxd gains them when a writer opens the memory (store.ensure_schema).
+ADDED_COLUMNS = (
+    ("mem_failures", "target_key", "TEXT NOT NULL DEFAULT ''"),
+    ("mem_failures", "cascades", "INTEGER NOT NULL DEFAULT 0"),
+    ("mem_decisions", "retired_ns", "INTEGER NOT NULL DEFAULT 0"),
+    ("mem_decisions", "retired_by", "TEXT NOT NULL DEFAULT ''"),
+)
+ADDED_INDEXES = ("CREATE INDEX IF NOT EXISTS mem_failures_target ON mem_failures(target_key)",)
+
+
 def columns(row_type: type[Any]) -> list[str]:
     """Column names of a row dataclass, in table order."""
     return [f.name for f in fields(row_type)]
+
+
+def add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Give tables written by an earlier ctxd the columns added since (inside a transaction)."""
+    for table, column, declaration in ADDED_COLUMNS:
+        if column not in _present(conn, table):
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+    for statement in ADDED_INDEXES:
+        conn.execute(statement)
+
+
+def select_list(conn: sqlite3.Connection, row_type: type[Any], table: str) -> str:
+    """The SELECT list of a row dataclass; a column an older table lacks reads as its default
+    (a reader may open an index no writer has migrated yet)."""
+    present = _present(conn, table)
+    out = []
+    for f in fields(row_type):
+        if f.name in present:
+            out.append(f.name)
+        else:
+            default = f.default if f.default is not MISSING else ""
+            out.append(f"{default!r} AS {f.name}" if isinstance(default, str) else
+                       f"{default} AS {f.name}")  # fmt: skip
+    return ", ".join(out)
+
+
+def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    """Whether a table has a column (a reader may open an index no writer has migrated)."""
+    return column in _present(conn, table)
+
+
+def _present(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}

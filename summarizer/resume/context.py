@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from indexer.config import Config
 from summarizer.common.budget import Section, pack_sections, render_sections, utf16_len
-from summarizer.common.plain import clean_line, clean_text
+from summarizer.common.neutralize import neutralize
+from summarizer.common.plain import clean_line
 from summarizer.common.tokens import get_counter
+from summarizer.memory.inject_cache import more_constraints_line
+from summarizer.resume.failure_notes import note_lines
 from summarizer.resume.handback import NOTES_HEAD
-from summarizer.resume.state import CLIENT_NAMES, ResumeState
+from summarizer.resume.state import ResumeState
 
 __all__ = ["render_context", "sections_of"]
 
@@ -19,11 +22,13 @@ _SHARES = {
     "tasks": 0.15,
     "files": 0.12,
     "failures": 0.12,
-    "memory": 0.12,
+    "constraints": 0.07,
+    "decisions": 0.05,
     "agents": 0.05,
     "calls": 0.08,
-    "summary": 0.05,
+    "pickup": 0.08,
 }
+PICKUP_HEAD = "\nWhere to pick up (suggestions from the record):"
 _TRIGGER_WORDS = {
     "pre_compact": "just before the conversation was compacted",
     "session_end": "when the session ended",
@@ -63,43 +68,83 @@ def sections_of(state: ResumeState, running_summary: str, max_tokens: int) -> li
         if current is None or t.content != current.content
     ]
     edited, missing = set(state.edited_files), set(state.missing_files)
+    root = state.project_dir.rstrip("/")
+    under = root and any(p.startswith(root + "/") for p in state.files_to_load)
     files = [
-        f"- {path} ({'edited' if path in edited else 'read'}"
+        f"- {_shown_path(path, root)} ({'edited' if path in edited else 'read'}"
         + (", not on disk now)" if path in missing else ")")
         for path in state.files_to_load
     ]
-    failures = [
-        f"- {f.tool + ' ' if f.tool else ''}{clean_line(f.description, 160)}"
-        + (f" failed {f.count} times" if f.count > 1 else " failed")
-        + (f": {f.last_error}" if f.last_error else "")
-        + (f"; fixed before by: {f.prevention}" if f.prevention else "")
-        for f in state.open_failures
-    ]
-    memory = [f"- Decision: {clean_line(d, 300)}" for d in state.decisions] + [
-        f"- Constraint: {clean_line(c, 300)}" for c in state.constraints
-    ]
+    # Every unresolved failure is listed (a section may not drop them: min_items), one line
+    # each; then a few resolved ones with what fixed them.
+    open_lines, resolved_lines = note_lines(state.open_failures)
+    failures = [f"- {clean_line(line, 1500)}" for line in open_lines + resolved_lines]
+    constraints = [f"- {clean_line(c, 300)}" for c in state.constraints]
+    decisions = [f"- {clean_line(d, 300)}" for d in state.decisions]
     agents = [f"- {clean_line(a, 200)}" for a in state.agents_in_flight]
     # A call on a file already listed above would say that file again: only the others
     # (commands, agents, searches) are listed, with their time.
     listed = set(state.files_to_load)
     calls = [
-        f"- {c.timestamp[11:19]} {c.tool or 'tool'} {_target(c.tool, c.file)}"
+        f"- {c.timestamp[11:19]} {c.tool or 'tool'} {_target(c.tool, _shown_path(c.file, root))}"
         + ("" if c.ok else " (failed)")
         for c in state.last_tool_calls
         if c.file not in listed
     ]
-    summary = [s for s in (clean_text(state.compact_summary).strip(),) if s]
-    client = CLIENT_NAMES.get(state.host, "The client")
+    # Claude Code's own compaction summary is not repeated: the conversation holds it already.
+    pickup = _pickup(state, root)
+    files_head = f"\nFiles worked on lately (paths under {root}):" if under else (
+        "\nFiles worked on lately:"
+    )
+    # Whatever the record holds is data: a passage that addresses the model is left out of
+    # it. The user's own rules are the exception: they are the user's words, kept as written
+    # (the latest request is not: a prompt may hold pasted output).
+    lead = [lead[0], *_safe(lead[1:])]
+    tasks, files, failures = _safe(tasks), _safe(files), _safe(failures)
+    decisions, agents, calls = _safe(decisions), _safe(agents), _safe(calls)
     return [
         Section("lead", "", lead, budget("lead"), min_items=len(lead)),
         Section("tasks", "\nOpen tasks:", tasks, budget("tasks")),
-        Section("files", "\nFiles worked on lately:", files, budget("files")),
-        Section("failures", "\nFailures not yet resolved:", failures, budget("failures")),
-        Section("memory", "\nDecisions and constraints in force:", memory, budget("memory")),
+        Section("files", files_head, files, budget("files")),
+        Section(
+            "failures",
+            "\nFailures, unresolved first:",
+            failures,
+            budget("failures"),
+            min_items=len(open_lines),
+        ),
+        Section("constraints", "\nThe user's constraints in force:", constraints,
+                budget("constraints")),
+        Section("decisions", "\nDecisions in force:", decisions, budget("decisions")),
         Section("agents", "\nSubagents still running:", agents, budget("agents")),
         Section("calls", "\nLast tool calls (UTC):", calls, budget("calls")),
-        Section("summary", f"\n{client}'s own summary:", summary, budget("summary")),
+        Section("pickup", PICKUP_HEAD, pickup, budget("pickup"), min_items=len(pickup)),
     ]
+
+
+def _safe(lines: list[str]) -> list[str]:
+    return [neutralize(line)[0] for line in lines]
+
+
+def _shown_path(path: str, root: str) -> str:
+    return path[len(root) + 1 :] if root and path.startswith(root + "/") else path
+
+
+def _pickup(state: ResumeState, root: str) -> list[str]:
+    """Where the work stood, as suggestions drawn from the record (never orders)."""
+    out = []
+    if state.last_check:
+        when = state.last_check_at[11:16]
+        fate = "failed; running it again shows whether the fix holds" if state.last_check_failed \
+            else "passed"  # fmt: skip
+        out.append(f"- The last check was `{clean_line(state.last_check, 120)}` ({when} UTC):"
+                   f" it {fate}.")  # fmt: skip
+    reread = [_shown_path(p, root) for p in state.edited_files if p not in state.missing_files]
+    if reread:
+        out.append(f"- Files to re-read first: {', '.join(reread[:3])}.")
+    if state.current_task is None and state.open_todos:  # (the task in progress leads)
+        out.append(f"- The next open task: {clean_line(state.open_todos[0].content, 200)}.")
+    return out
 
 
 def _target(tool: str, target: str) -> str:
@@ -127,11 +172,29 @@ def render_context(
         counter.count,
         max_chars=max_chars,
         truncate=_cut,
-        flow_to="summary",
+        flow_to="calls",
         char_len=utf16_len,
     )
-    text = _unique_lines(render_sections(packed, sections))
-    return text, counter.count(text), utf16_len(text)
+    # A constraint is never dropped silently: the notes say how many more are in force. Its
+    # line takes the place of the last constraints kept, else of the least important lines.
+    in_force = max(state.constraints_in_force, len(state.constraints))
+    packed = {name: list(items) for name, items in packed.items()}
+    kept = packed["constraints"]
+    victims = ["calls", "agents", "decisions", "files"]
+    while True:
+        more = in_force - len(kept)
+        shown = {**packed, "constraints": kept + ([more_constraints_line(more)] if more else [])}
+        text = _unique_lines(render_sections(shown, sections))
+        tokens, chars = counter.count(text), utf16_len(text)
+        if tokens <= max_tokens and chars <= max_chars:
+            break
+        if kept:
+            kept.pop()
+        elif any(packed[v] for v in victims):
+            packed[next(v for v in victims if packed[v])].pop()
+        else:  # only the line itself is left to give up: the packed text fits without it
+            in_force = len(kept)
+    return text, tokens, chars
 
 
 def _unique_lines(text: str) -> str:

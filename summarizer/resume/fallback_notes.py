@@ -15,6 +15,7 @@ import os
 import time
 
 from indexer import redact_text
+from summarizer.common.acks import is_acknowledgement, note_ack
 from summarizer.resume.fastjson import loads
 from summarizer.resume.spool_tail import TAIL_BYTES, read_tail
 
@@ -53,7 +54,7 @@ def _from_spool(spool: str, session_id: str) -> tuple[str, list[tuple[str, str]]
     except OSError:
         return "", []
     needle = session_id.encode()
-    prompt = ""
+    prompt = ack = ""
     files: dict[str, str] = {}
     budget = TAIL_BYTES
     for name in reversed(names):
@@ -72,7 +73,11 @@ def _from_spool(spool: str, session_id: str) -> tuple[str, list[tuple[str, str]]
             name_ = event.get("hook_event_name")
             # A subagent's UserPromptSubmit (Codex sends one) is its task, not the user's.
             if name_ == "UserPromptSubmit" and not prompt and not event.get("agent_id"):
-                prompt = str(event.get("prompt") or "")
+                text = str(event.get("prompt") or "")
+                if is_acknowledgement(text):  # never the request: noted after it
+                    ack = ack or text
+                else:
+                    prompt = note_ack(text, ack) if ack else text
             tool_input = event.get("tool_input")
             path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
             tool = event.get("tool_name")

@@ -14,8 +14,10 @@ from indexer import history, iso_utc, query
 from indexer.config import Config
 from indexer.errors import CtxdError
 from indexer.paths import StatePaths
+from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import is_meaningful_request
 from summarizer.resume import writer as resume
+from summarizer.resume.failure_notes import FailureNote, note_lines
 from summarizer.resume.todos import open_todos, read_todos_file
 
 __all__ = [
@@ -158,7 +160,7 @@ def resume_package(
         "session": {**info.to_dict(), "title": info.title or state.title},
         # This session's own compaction summary only: the project's running summary may be
         # about another session.
-        "summary": state.compact_summary,
+        "summary": neutralize(state.compact_summary)[0],
         "current_task": msgspec.to_builtins(state.current_task),
         "open_todos": msgspec.to_builtins(open_todos(facts.todos)),
         "open_failures": msgspec.to_builtins(state.open_failures),
@@ -176,7 +178,7 @@ def resume_package(
                 "timestamp": iso_utc(e.ts_ns),
                 "agent_id": e.agent_id,
                 "event": e.event,
-                "description": e.description,
+                "description": neutralize(e.description)[0],
             }
             for e in last
         ],
@@ -186,7 +188,12 @@ def resume_package(
 
 
 def render_package(pkg: dict[str, Any]) -> str:
-    """The resume package as markdown for people."""
+    """The resume package as markdown for people (recorded text that addresses the model is
+    left out)."""
+    return neutralize(_render_package(pkg))[0]
+
+
+def _render_package(pkg: dict[str, Any]) -> str:
     s = pkg["session"]
     out = [f"# {s['title'] or '(untitled)'}", ""]
     end = f" ({s['end_reason']})" if s["end_reason"] else ""
@@ -208,14 +215,9 @@ def render_package(pkg: dict[str, Any]) -> str:
             out.extend(["", f"## {title}", "", *lines])
 
     block("Open todos", [f"- [{t['status']}] {t['content']}" for t in pkg["open_todos"]])
-    block(
-        "Open failures",
-        [
-            f"- {f.get('tool', '')} {f['description']} (x{f.get('count', 1)})"
-            + (f": {f['last_error']}" if f.get("last_error") else "")
-            for f in pkg["open_failures"]
-        ],
-    )
+    notes = [msgspec.convert(f, FailureNote) for f in pkg["open_failures"]]
+    open_lines, resolved_lines = note_lines(notes)
+    block("Failures, unresolved first", [f"- {line}" for line in open_lines + resolved_lines])
     block(
         "Decisions and constraints",
         [f"- {d}" for d in pkg["decisions"]] + [f"- (constraint) {c}" for c in pkg["constraints"]],
@@ -226,7 +228,10 @@ def render_package(pkg: dict[str, Any]) -> str:
         listed.append(f"- +{more} more (`ctxd agents {s['session_id']}` lists them all)")
     block("Agents", listed)
     block("Files", [f"- {f}" for f in pkg["files"]])
-    block("Summary", [pkg["summary"]] if pkg["summary"] else [])
+    block(
+        "Claude Code's compaction summary, as recorded",
+        [pkg["summary"]] if pkg["summary"] else [],
+    )
     block(
         "Last entries",
         [

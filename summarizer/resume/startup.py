@@ -16,7 +16,10 @@ from indexer import safefs, write_atomic
 from indexer.config import Config
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths, check_session_id
+from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import clean_line
+from summarizer.memory.inject_cache import more_constraints_line
+from summarizer.resume.failure_notes import open_lines
 from summarizer.resume.files import LATEST_FILE, STARTUP_FILE, STATE_FILE
 from summarizer.resume.state import CLIENT_NAMES, ResumeState
 
@@ -53,10 +56,11 @@ def render_startup(
     """What a new session of this project should know, or "" when nothing is open (pure).
 
     Only what is still in force: the last session's open tasks, the project's unresolved
-    failures, its decisions and the active constraints, then the team's constraints and
-    decisions. Lines are added in that order while they fit `max_tokens`. `hosts` maps
-    sessions to the client they ran in: when they are not all the last session's, each
-    failure and decision says which client it came from.
+    failures (the last session's, then the others'), its decisions and the active constraints,
+    then the team's constraints and decisions. Lines are added in that order while they fit
+    `max_tokens`; a constraint that does not fit is counted in a last line, never dropped
+    silently. `hosts` maps sessions to the client they ran in: when they are not all the last
+    session's, each failure and decision says which client it came from.
     """
     text = _local(state, count, max_tokens, hosts) if state is not None else ""
     if not team:
@@ -64,7 +68,8 @@ def render_startup(
     base = text.rstrip("\n") or "ctxd project memory: what the team decided."
     added = False
     for note in team:
-        line = clean_line(f"- [{note.kind}] {note.text} ({note.who})", 300)
+        # Another machine's memory is recorded data too: what addresses the model is left out.
+        line = clean_line(safe(f"- [{note.kind}] {note.text} ({note.who})"), 300)
         candidate = base + ("" if added else f"\n\n{_TEAM_HEAD}") + "\n" + line
         if count(candidate) > max_tokens:
             break
@@ -86,40 +91,57 @@ def _local(
         return f" (in a {CLIENT_NAMES.get(host, host)} session)" if mixed else ""
 
     made = dict(zip(state.decisions, state.decision_sessions, strict=False))
-    sections = [
-        (
-            "Open tasks:",
-            [f"- [{t.status.replace('_', ' ')}] {t.content}" for t in state.open_todos],
-        ),
-        (
-            "Failures not yet resolved:",
-            [
-                f"- {f.tool + ': ' if f.tool else ''}{f.description}{where(f.session_id)}"
-                for f in state.open_failures
-            ],
-        ),
-        ("Decisions taken:", [f"- {d}{where(made.get(d, ''))}" for d in state.decisions]),
-        ("Constraints in force:", [f"- {c}" for c in state.constraints]),
-    ]
-    if not any(items for head, items in sections if head != "Decisions taken:"):
+    # Whatever the record holds is data: a passage that addresses the model is left out.
+    tasks = [safe(f"- [{t.status.replace('_', ' ')}] {t.content}") for t in state.open_todos]
+    open_notes = [n for n in [*state.open_failures, *state.project_failures] if not n.resolved]
+    failures = [safe(f"- {line}{where(note.session_id)}") for line, note in open_lines(open_notes)]
+    decisions = [safe(f"- {d}{where(made.get(d, ''))}") for d in state.decisions]
+    rules = [f"- {c}" for c in state.constraints]  # the user's own words, as written
+    in_force = max(state.constraints_in_force, len(state.constraints))
+    if not (tasks or failures or rules or in_force):
         return ""  # decisions alone leave nothing open
     title = f'"{state.title}"' if state.title else "(untitled)"
     client = CLIENT_NAMES.get(state.host, state.host)
-    text = (
+    head = (
         f"ctxd project memory: left open by session {title} ({state.session_id[:8]}, "
         f"{client}), recorded {state.created_at[:16].replace('T', ' ')} UTC."
     )
-    if count(text) > max_tokens:
+    if count(head) > max_tokens:
         return ""
-    for head, items in sections:
-        added = False
+    blocks: list[tuple[str, list[str]]] = []
+
+    def render(extra: list[str] | None = None) -> str:
+        parts = [head]
+        for name, lines in blocks:
+            shown = lines + (extra or []) if name == "Constraints in force:" else lines
+            if shown:
+                parts.append(f"\n{name}\n" + "\n".join(shown))
+        return "\n".join(parts)
+
+    for name, items in (("Open tasks:", tasks), ("Failures not yet resolved:", failures),
+                        ("Decisions taken:", decisions),
+                        ("Constraints in force:", rules)):  # fmt: skip
+        kept: list[str] = []
+        blocks.append((name, kept))
         for item in items:
-            line = clean_line(item, 300)
-            candidate = text + ("" if added else f"\n\n{head}") + "\n" + line
-            if count(candidate) > max_tokens:
+            kept.append(clean_line(item, 300))
+            if count(render()) > max_tokens:
+                kept.pop()
                 break
-            text, added = candidate, True
-    return text + "\n"
+    shown = blocks[-1][1]
+    while len(shown) < in_force:
+        line = more_constraints_line(in_force - len(shown))
+        if count(render([line])) <= max_tokens:
+            return render([line]) + "\n"
+        if not shown:
+            break  # no room even for that line: the memory is full of open work
+        shown.pop()
+    return render() + "\n"
+
+
+def safe(line: str) -> str:
+    """A line without the passages that address the model."""
+    return neutralize(line)[0]
 
 
 def write_startup(paths: StatePaths, text: str) -> None:

@@ -11,15 +11,17 @@ import msgspec
 
 from indexer import EDIT_TOOLS, history, iso_utc, query
 from indexer.models import Entry
-from summarizer.common.models import Memory
+from summarizer.common.acks import latest_request
+from summarizer.common.failures import command_head, is_check
+from summarizer.common.models import Failure, Memory
 from summarizer.common.plain import (
     clean_line,
     clean_text,
-    first_error_line,
     is_meaningful_request,
     unwrap_summary,
 )
 from summarizer.common.text import STRONG_DECISION_RE
+from summarizer.resume.failure_notes import FailureNote, failure_notes, note_of
 from summarizer.resume.todos import Todo, open_todos, session_todos
 
 __all__ = [
@@ -42,6 +44,7 @@ STATE_VERSION = 1
 RECENT_TOOL_CALLS = 40
 MAX_FILES = 10
 MAX_TOOL_CALLS = 10
+MAX_PROJECT_FAILURES = 5
 _READ_TOOLS = frozenset({"Read", "NotebookRead"})
 # Bookkeeping tools: their calls say nothing about where the work stood.
 _QUIET_TOOLS = frozenset(
@@ -58,14 +61,6 @@ _QUIET_TOOLS = frozenset(
         "KillBash",
     }
 )
-# A call that failed only because another failed or the user stopped it: not a cause.
-_CASCADE = (
-    "sibling tool call errored",
-    "interrupted",
-    "user doesn't want to proceed",
-    "request interrupted",
-    "cancelled",
-)
 # The clients a session can run in, by the host name the session catalog keeps.
 CLIENT_NAMES = {"claude": "Claude Code", "codex": "Codex"}
 _TOOL_EVENTS = ("tool_result", "tool_failure", "agent_complete", "agent_launched", "agent_failed")
@@ -80,17 +75,6 @@ class ToolCall(msgspec.Struct):
     timestamp: str
     agent: str = "main"
     ok: bool = True
-
-
-class FailureNote(msgspec.Struct, omit_defaults=True):
-    """An open failure worth avoiding when the work resumes."""
-
-    description: str
-    tool: str = ""
-    count: int = 1
-    last_error: str = ""
-    prevention: str = ""
-    session_id: str = ""  # the session it failed in (the latest, for one seen in several)
 
 
 class ResumeState(msgspec.Struct):
@@ -117,6 +101,13 @@ class ResumeState(msgspec.Struct):
     constraints: list[str] = msgspec.field(default_factory=list)
     decision_sessions: list[str] = msgspec.field(default_factory=list)  # one per decision
     agents_in_flight: list[str] = msgspec.field(default_factory=list)
+    constraints_in_force: int = 0  # all of them; `constraints` holds the first ones
+    # The project's unresolved failures of other sessions (a new session's startup memory).
+    project_failures: list[FailureNote] = msgspec.field(default_factory=list)
+    project_dir: str = ""  # the notes show paths under it relative to it
+    last_check: str = ""  # the last command that checked the work (tests, a build, a linter)
+    last_check_failed: bool = False
+    last_check_at: str = ""
     next_action: str = ""
     compact_summary: str = ""
     watermark: int = 0  # the last entry id of the session this state covers
@@ -137,6 +128,7 @@ class SessionFacts:
     tool_calls: list[Entry] = field(default_factory=list)  # newest first
     file_events: list[Entry] = field(default_factory=list)  # newest first
     failures: list[Entry] = field(default_factory=list)  # newest first
+    session_failures: list[Failure] = field(default_factory=list)  # the memory's, this session's
     last_prompt: str = ""
     compact_summary: str = ""
     running_agents: list[tuple[str, str, str]] = field(default_factory=list)  # id, type, desc
@@ -163,8 +155,9 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
     )
     facts.file_events = entries("file_events", 400)
     facts.failures = entries("failures", 400)
-    prompt = entries("prompt", 1)
-    facts.last_prompt = prompt[0].text if prompt else ""
+    facts.session_failures = _session_failures(conn, session_id)
+    # An acknowledgement ("yes", "continue") is never the request: it is noted after it.
+    facts.last_prompt = latest_request([e.text for e in entries("prompt", 10)])
     summary = entries("compact_summary", 1)
     facts.compact_summary = summary[0].text if summary else ""
     facts.running_agents = query.running_agents(conn, session_id)
@@ -210,47 +203,30 @@ def rank_files(file_events: list[Entry], limit: int = MAX_FILES) -> tuple[list[s
 
 
 def open_failures_of(facts: SessionFacts, memory: Memory | None) -> list[FailureNote]:
-    """Unresolved failures: the summarizer's memory (this session's first), then the session's
-    own failures the memory does not cover yet (it lags until the next compaction)."""
-    notes: list[FailureNote] = []
-    if memory is not None:
-        mine = [f for f in memory.failures if not f.resolved and f.session_id == facts.session_id]
-        other = [f for f in memory.failures if not f.resolved and f.session_id != facts.session_id]
-        chosen = sorted(mine, key=lambda f: -f.score) + sorted(other, key=lambda f: -f.score)
-        notes = [
-            FailureNote(
-                clean_line(f.description, 200),
-                f.tool,
-                f.count,
-                _error_gist(f.last_error),
-                clean_line(f.prevention, 200),
-                f.session_id,
-            )
-            for f in chosen[:5]
-        ]
-    known = {n.description for n in notes} | {
-        f.command for f in (memory.failures if memory else [])
-    }
-    # A failure is open until a later successful call with the same command or description.
-    # Cascades (a sibling call cancelled, a user interrupt) are folded into their cause.
-    resolved: set[tuple[str, str]] = set()
-    own: dict[tuple[str, str], FailureNote] = {}
-    for e in facts.failures:  # newest first
-        key = (e.tool_name, _command(e) or e.description)
-        if e.event == "tool_result":
-            resolved.add(key)
-        elif _is_cascade(e.error):
-            continue
-        elif key not in resolved and key[1] not in known:
-            note = own.get(key)
-            if note is None:
-                own[key] = FailureNote(
-                    clean_line(key[1], 200), e.tool_name, 1, _error_gist(e.error),
-                    session_id=facts.session_id,
-                )  # fmt: skip
-            else:
-                note.count += 1
-    return (notes + list(own.values()))[:5]
+    """The session's failures: every unresolved one (the memory's, then what the session did
+    since the memory last caught up), then a few resolved ones with what fixed them."""
+    rows = {f.signature: f for f in facts.session_failures}
+    for f in memory.failures if memory is not None else []:
+        rows.setdefault(f.signature, f)
+    return failure_notes(facts.session_id, list(rows.values()), facts.failures)
+
+
+def project_failures_of(facts: SessionFacts, memory: Memory | None) -> list[FailureNote]:
+    """The project's unresolved failures seen last in other sessions, best-ranked first."""
+    others = [
+        f
+        for f in (memory.failures if memory is not None else [])
+        if not f.resolved and f.session_id != facts.session_id
+    ]
+    return [note_of(f) for f in sorted(others, key=lambda f: -f.score)[:MAX_PROJECT_FAILURES]]
+
+
+def _session_failures(conn: sqlite3.Connection, session_id: str) -> list[Failure]:
+    try:
+        from summarizer.memory.store import session_failures
+    except ImportError:  # the memory is optional here (see writer.load_memory_or_none)
+        return []
+    return session_failures(conn, session_id)
 
 
 def build_state(
@@ -282,7 +258,7 @@ def build_state(
         ranked = sorted(stated, key=lambda d: -d.score)
         decisions = [clean_line(d.decision, 300) for d in ranked[:5]]
         decision_sessions = [d.session_id for d in ranked[:5]]
-        constraints = [c.description for c in memory.constraints if c.active][:10]
+        constraints = [c.description for c in memory.constraints if c.active]
     calls = [
         ToolCall(
             tool=e.tool_name,
@@ -315,14 +291,32 @@ def build_state(
         open_failures=open_failures_of(facts, memory),
         decisions=decisions,
         constraints=constraints,
+        constraints_in_force=max(memory.constraints_in_force if memory else 0, len(constraints)),
         decision_sessions=decision_sessions,
         agents_in_flight=agents,
         next_action=_clip(clean_text(facts.last_prompt).strip(), 2000),
         compact_summary=clean_text(unwrap_summary(facts.compact_summary)),
         watermark=facts.watermark,
         covers_ns=facts.covers_ns,
+        project_dir=project_dir,
         host=facts.host,
+        project_failures=project_failures_of(facts, memory),
+        **_last_check(facts.failures),
     )
+
+
+def _last_check(calls: list[Entry]) -> dict[str, Any]:
+    """The newest command among `calls` (newest first) that checked the work, and its fate."""
+    for e in calls:
+        command = _command(e)
+        if command and is_check(command_head(command)):
+            failed = e.event == "tool_failure" or bool(e.error)
+            return {
+                "last_check": _clip(command, 160),
+                "last_check_failed": failed,
+                "last_check_at": iso_utc(e.ts_ns),
+            }
+    return {}
 
 
 def _title_from(conn: sqlite3.Connection, session_id: str, first_prompt: str) -> str:
@@ -357,15 +351,3 @@ def _command(e: Entry) -> str:
     return " ".join(command.split()) if isinstance(command, str) else ""
 
 
-def _is_cascade(error: str) -> bool:
-    head = error.strip().lower()[:200]
-    return any(head.startswith(c) or c in head.split("\n", 1)[0] for c in _CASCADE)
-
-
-def _error_gist(error: str) -> str:
-    """`exit N: <first meaningful error line>`, one line."""
-    first = error.strip().split("\n", 1)[0]
-    code = first[len("Exit code ") :].strip() if first.startswith("Exit code ") else ""
-    line = first_error_line(error)
-    gist = f"exit {code}: {line}" if code and line else f"exit {code}" if code else line
-    return clean_line(gist, 240)

@@ -127,9 +127,17 @@ def _update_session(
     text, tokens, chars = render_context(state, "", config)
     state.context_tokens, state.context_chars = tokens, chars
     write_resume(paths, state, text)
+    # What PreToolUse recalls before an edit or a command (indexer/hook_recall.py); off, no
+    # table, so the hook finds nothing.
+    from summarizer.resume.recall_table import recall_rows, write_recall_table
+
+    on = config.resume.recall_on_action
+    rows = recall_rows(mem, state.open_failures, now_ns or time.time_ns()) if on else []
+    write_recall_table(paths, session_id, rows)
     latest = query.latest_session(conn)
     if latest is None or latest == session_id:
-        sessions = {f.session_id for f in state.open_failures} | set(state.decision_sessions)
+        failures = [*state.open_failures, *state.project_failures]
+        sessions = {f.session_id for f in failures} | set(state.decision_sessions)
         hosts = {sid: query.session_host(conn, sid) for sid in sessions if sid}
         _write_startup_memory(paths, config, state, hosts)
     return state

@@ -19,7 +19,7 @@ from resume_story import Daemons
 from test_real_client import _claude, _run, client_env, standin_env
 
 OUTCOME = "app.py prints a greeting and nothing else."
-HANDOFF = "ctxd: what agent scout-1 did in its previous run"
+HANDOFF = "ctxd's record of agent scout-1's previous run"
 TASK = {"task_snapshot": {"title": "Stream the CSV export in constant memory"}}
 
 
@@ -120,7 +120,7 @@ def test_subagents_get_their_own_earlier_outcome(tmp_path: Path, with_daemon: bo
     (tmp_path / "requests.json").write_text(json.dumps(standin.requests))
     reqs = standin.requests
     # Its first run: scout-1 had never run, so nothing was handed over.
-    assert "ctxd:" not in _first_request(reqs, "scout")
+    assert "ctxd's record" not in _first_request(reqs, "scout")
     # Started again in the next session: its own earlier instruction and outcome, once.
     again = _first_request(reqs, "again")
     assert again.count(HANDOFF) == 1, again[-3000:]
@@ -128,7 +128,7 @@ def test_subagents_get_their_own_earlier_outcome(tmp_path: Path, with_daemon: bo
     if with_daemon:
         assert "app.py (read)" in again  # its files, from the index
     # The subagent that names nothing gets nothing, although it started first.
-    assert "ctxd:" not in _first_request(reqs, "plain")
+    assert "ctxd's record" not in _first_request(reqs, "plain")
     # The one naming a cached task and a role gets that role's export.
     review = _first_request(reqs, "review")
     assert "ctxd task context for TASK-0824, role reviewer" in review

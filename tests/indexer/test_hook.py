@@ -595,8 +595,10 @@ def test_hook_script_imports_only_a_few_stdlib_modules(state_dir: Path) -> None:
     top = {m.split(".")[0] for m in modules}
     assert not top & set(FORBIDDEN_MODULES), top & set(FORBIDDEN_MODULES)
     assert "indexer" not in top and "site" not in top
-    # `hook` is indexer/hook.py itself, imported by the launcher from its cached bytecode.
-    stdlib = set(sys.stdlib_module_names) | {"encodings", "_frozen_importlib_external", "hook"}
+    # `hook` is indexer/hook.py itself, imported by the launcher from its cached bytecode;
+    # `hook_recall` its module for a Bash or file tool's PreToolUse (stdlib only as well).
+    own = {"hook", "hook_recall"}
+    stdlib = set(sys.stdlib_module_names) | {"encodings", "_frozen_importlib_external", *own}
     assert top <= stdlib, top - stdlib
     assert len(spool_lines(state_dir)) == 1
 

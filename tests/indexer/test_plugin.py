@@ -33,6 +33,7 @@ LINKED = (
     "hook.py",
     "hook_answers.py",
     "hook_losses.py",
+    "hook_recall.py",
     "plugin.py",
     "plugin_mcp.py",
 )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from helpers import clean_env, run_cli
 
-from summarizer.cli.install import EVENTS
+from summarizer.cli.install import EVENTS, RECALL_MATCHER
 from summarizer.cli.sessions import default_config_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "install"
@@ -50,7 +50,7 @@ def test_init_on_an_empty_project(tmp_path: Path) -> None:
         h = handlers[0]
         assert Path(str(h["command"])).is_absolute() and Path(str(h["command"])).exists()
         assert isinstance(h["timeout"], int) and 1 <= h["timeout"] <= 60
-        assert h["matcher"] == ("Agent|Task" if event == "PreToolUse" else None)
+        assert h["matcher"] == (RECALL_MATCHER if event == "PreToolUse" else None)
     assert (
         (project / ".gitignore").read_text()
         == (
@@ -185,3 +185,26 @@ def test_hooks_of_an_earlier_version_are_reported_and_replaced(tmp_path: Path) -
     assert set(hooks) == set(EVENTS) and all(len(h) == 1 for h in hooks.values())
     assert "indexer/hook.py" not in settings.read_text()
     assert "OK    hooks: all" in run_cli("doctor", cwd=project, env=env).stdout
+
+
+def test_recall_off_keeps_pre_tool_use_for_agent_calls_and_doctor_says_so(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / ".git").mkdir()
+    env = clean_env(HOME=str(tmp_path / "home"))
+    assert run_cli("init", cwd=project, env=env).returncode == 0
+    settings = project / ".claude" / "settings.local.json"
+    assert _ctxd_events(settings)["PreToolUse"][0]["matcher"] == RECALL_MATCHER
+    config = project / ".ctxd" / "config.toml"
+    config.write_text(config.read_text().replace("recall_on_action = true",
+                                                 "recall_on_action = false"))  # fmt: skip
+    doctor = run_cli("doctor", "--json", cwd=project, env=env)
+    (check,) = [c for c in json.loads(doctor.stdout) if c["name"] == "recall"]
+    assert check["status"] == "WARN" and "ctxd init" in check["fix"]
+    # init again: the matcher is narrowed in place, no second PreToolUse handler.
+    assert run_cli("init", cwd=project, env=env).returncode == 0
+    (pre,) = _ctxd_events(settings)["PreToolUse"]
+    assert pre["matcher"] == "Agent|Task"
+    doctor = run_cli("doctor", "--json", cwd=project, env=env)
+    (check,) = [c for c in json.loads(doctor.stdout) if c["name"] == "recall"]
+    assert check["status"] == "OK" and check["detail"].startswith("off")

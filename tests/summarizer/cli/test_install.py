@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from summarizer.cli.gitignore import ensure_gitignored
 from summarizer.cli.install import (
     EVENTS,
+    RECALL_MATCHER,
     HookCommand,
     SettingsError,
     ctxd_hook_spec,
@@ -87,8 +88,12 @@ def test_spec_registers_every_event_once_in_exec_form() -> None:
             "args": ["-I", "-S", "/abs/venv/lib/python3.12/site-packages/indexer/hook.py"],
             "timeout": {"SessionStart": 10, "SessionEnd": 5}.get(event, 5),
         }
-        # Only PreToolUse is narrowed; every other event listens to everything.
-        assert groups[0].get("matcher") == ("Agent|Task" if event == "PreToolUse" else None)
+        # Only PreToolUse is narrowed (to Agent calls and the calls recall covers); every other
+        # event listens to everything.
+        assert groups[0].get("matcher") == (RECALL_MATCHER if event == "PreToolUse" else None)
+    assert RECALL_MATCHER == "Agent|Task|Edit|Write|MultiEdit|NotebookEdit|Bash"
+    # With `[resume] recall_on_action` off, PreToolUse runs for Agent calls only.
+    assert ctxd_hook_spec(HOOK, recall=False)["PreToolUse"][0]["matcher"] == "Agent|Task"
     assert ctxd_hook_spec(HOOK)["Stop"][0]["hooks"][0]["args"] == []  # exec form even with no args
 
 
@@ -172,7 +177,7 @@ def test_install_into_existing_project_keeps_everything(tmp_path: Path) -> None:
     assert len(ctxd_handlers(after)) == len(EVENTS)
 
     assert len(report.changes) == len(EVENTS)
-    assert "+ PreToolUse [Agent|Task] -> /abs/venv/bin/ctxd-hook (timeout 5s)" in report.changes
+    assert f"+ PreToolUse [{RECALL_MATCHER}] -> /abs/venv/bin/ctxd-hook (timeout 5s)" in report.changes
     assert "+ SessionStart -> /abs/venv/bin/ctxd-hook (timeout 10s)" in report.changes
     assert report.path == path
     assert report.backup is not None and backups(path) == [report.backup]
@@ -242,7 +247,7 @@ def test_stale_ctxd_handlers_are_updated_in_place_not_duplicated(tmp_path: Path)
         " (was /old/venv/bin/ctxd-hook (timeout 2000s))"
     ) in report.changes
     assert "- PreToolUse -> /old/venv/bin/ctxd-hook (timeout 2000s)" in report.changes
-    assert "+ PreToolUse [Agent|Task] -> /abs/venv/bin/ctxd-hook (timeout 5s)" in report.changes
+    assert f"+ PreToolUse [{RECALL_MATCHER}] -> /abs/venv/bin/ctxd-hook (timeout 5s)" in report.changes
     assert "- Notification -> /old/venv/bin/ctxd-hook" in report.changes
     assert install(path, HOOK).changes == []
 

@@ -245,8 +245,8 @@ def test_the_stop_hook_keeps_a_fuller_account_of_the_same_run(ran_before: Path) 
     _subagent_start(ran_before, "Plan", "a0000000000007ab")
     stop = stop.replace(b"a0000000000007aa", b"a0000000000007ab")
     assert run_hook(stop, hook_env(ran_before)).returncode == 0
-    assert "Outcome: Short outcome." in account.read_text()
-    assert "Instruction then: And again." in account.read_text()
+    assert 'Its last answer, as recorded: "Short outcome."' in account.read_text()
+    assert 'Its instruction then: "And again."' in account.read_text()
 
 
 def test_the_budget_is_the_configured_one(tmp_path: Path) -> None:

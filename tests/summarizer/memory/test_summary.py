@@ -48,7 +48,7 @@ def test_publish_writes_the_four_files(tmp_path: Path) -> None:
     assert (
         failure["count"] == 3 and failure["resolved"] and "src/export.py" in failure["prevention"]
     )
-    assert len(docs["key-decisions"]["decisions"]) == 3
+    assert len(docs["key-decisions"]["decisions"]) == 2  # the main agent's own (see test_memory)
     assert len(docs["active-constraints"]["constraints"]) == 3
     assert not list(paths.context.glob(".*.tmp"))  # temp files renamed into place (I11)
     assert store.get_meta(conn, "last_compaction") and store.get_meta(conn, "mem.published") == str(

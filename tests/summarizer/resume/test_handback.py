@@ -425,7 +425,7 @@ def test_low_confidence_compaction_is_never_silent_and_preview_matches(tmp_path:
     assert "would hand back" in preview.stderr and "compacted" in preview.stderr
     (out,) = feed(state, project, [event(project, "SessionStart", source="compact")])
     handed = context_of(out)
-    assert "rename the exporter module" in handed and str(project / "f4.py") in handed
+    assert "rename the exporter module" in handed and "\n- f4.py (" in handed
     assert preview.stdout == handed + ("" if handed.endswith("\n") else "\n")
     state_doc = json.loads((state / "resume" / SID / "precompact_state.json").read_text())
     assert state_doc["confidence"] == "low"
@@ -574,12 +574,18 @@ def test_notes_text_is_clean_and_says_each_fact_once(tmp_path: Path) -> None:
     assert "[31m" not in text and "[41;31m" not in text
     assert '"make the build pass again"' in text.splitlines()[0]  # a title, not "continue"
     assert "started again" not in text.splitlines()[0]
-    assert "<analysis>" not in text and "<summary>" not in text and "Fix the CSV export." in text
-    assert f"- {gone} (edited, not on disk now)" in text
-    assert f"- {kept} (read)" in text
+    # Claude Code's own summary is in the conversation already: the notes do not repeat it.
+    assert "<analysis>" not in text and "<summary>" not in text
+    assert "Fix the CSV export." not in text
+    assert f"Files worked on lately (paths under {project}):" in text
+    assert "- src/deleted.py (edited, not on disk now)" in text
+    assert "- src/kept.py (read)" in text
+    assert gone not in text and kept not in text
     failure_lines = [ln for ln in text.splitlines() if "npm" in ln and ln.startswith("- Bash")]
+    # One line: the tool once, the error once (quoted as printed), the cascade folded into it.
     assert failure_lines == [
-        '- Bash npm run build failed: exit 1: ✘ [ERROR] Could not resolve "./gone"'
+        "- Bash `npm run build` failed (exit 1) and printed: \"✘ [ERROR] Could not resolve"
+        " './gone'\" (1 parallel call cancelled with it)"
     ]
     assert "Sibling tool call errored" not in text and "Interrupted by user" not in text
     assert "ToolSearch" not in text

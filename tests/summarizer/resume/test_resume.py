@@ -173,12 +173,12 @@ def test_context_states_facts_calmly_with_memory() -> None:
         "Task in progress: Write tests.",
         "Wire the export button",
         "/p/x.py",
-        "failed 3 times",
-        "Decision: Stream rows",
-        "Constraint: Never touch",
-        "Earlier work.",
+        "(3 times)",
+        "Decisions in force:\n- Stream rows",
+        "The user's constraints in force:\n- Never touch",
     ):
         assert part in text
+    assert "Earlier work." not in text  # Claude Code's own summary: in the conversation already
     # The user's own words may say "Never"; ctxd's framing adds no alarm words of its own.
     framing = text.replace("Never touch src/billing_legacy.py", "")
     assert not [a for a in ALARMS if a in framing]
@@ -227,7 +227,32 @@ def test_state_of_the_story_has_every_seed_003_field(indexed: tuple[StatePaths, 
     assert (paths.resume / SID / "precompact_state.json").stat().st_mode & 0o777 == 0o600
 
 
-def test_compact_summary_is_used(indexed: tuple[StatePaths, Any]) -> None:
+def test_an_acknowledgement_is_noted_after_the_request(indexed: tuple[StatePaths, Any]) -> None:
+    paths, conn = indexed
+    for text in ("yes", "continue"):
+        prompt = {"session_id": SID, "cwd": "/x", "hook_event_name": "UserPromptSubmit",
+                  "prompt": text}  # fmt: skip
+        hook.run(json.dumps(prompt).encode(), {"CTXD_HOME": str(paths.root)}, "/")
+    conn.close()
+    catch_up(paths)
+    conn = store.connect(paths.index_db)
+    try:
+        state = resume.update_session(conn, paths, Config(), SID, "compaction")
+        from summarizer.memory.store import compact
+
+        compact(conn)
+        (latest,) = conn.execute("SELECT prompt FROM mem_sessions WHERE session_id=?", (SID,))
+    finally:
+        conn.close()
+    assert state.next_action.startswith("Good. Next, wire the export button")
+    assert state.next_action.endswith('(then: "continue")')
+    text = (paths.resume / SID / "context.md").read_text()
+    assert "Most recent user request: Good. Next, wire the export button" in text
+    assert "Most recent user request: continue" not in text
+    assert latest[0].startswith("Good. Next,") and latest[0].endswith('(then: "continue")')
+
+
+def test_compact_summary_stays_out_of_the_notes(indexed: tuple[StatePaths, Any]) -> None:
     paths, conn = indexed
     post = {
         "session_id": SID,
@@ -244,8 +269,10 @@ def test_compact_summary_is_used(indexed: tuple[StatePaths, Any]) -> None:
         state = resume.update_session(conn, paths, Config(), SID, "compaction")
     finally:
         conn.close()
+    # Kept in the state (`ctxd resume` shows it), not repeated in the notes: the conversation
+    # holds Claude Code's own summary already.
     assert state.compact_summary == "The user is adding CSV export; tests pass."
-    assert "tests pass." in (paths.resume / SID / "context.md").read_text()
+    assert "tests pass." not in (paths.resume / SID / "context.md").read_text()
 
 
 def test_refresh_and_sync_never_rearm_a_consumed_context(indexed: tuple[StatePaths, Any]) -> None:

@@ -22,8 +22,11 @@ def _state(host: str, session_id: str) -> ResumeState:
         title="Fix the CSV export header",
         host=host,
         open_failures=[
-            FailureNote("python -m pytest tests/test_export.py", "Bash", session_id=CLAUDE),
-            FailureNote("ruff check .", "Bash", session_id=CODEX),
+            FailureNote(
+                "Bash `python -m pytest tests/test_export.py` failed (exit 1)", "Bash",
+                session_id=CLAUDE,
+            ),
+            FailureNote("Bash `ruff check .` failed (exit 1)", "Bash", session_id=CODEX),
         ],
         decisions=["Stream rows with the csv module", "Keep the header in export.py"],
         decision_sessions=[CODEX, CLAUDE],
@@ -36,12 +39,15 @@ def test_the_other_clients_failures_and_decisions_say_where_they_come_from() -> 
     text = render_startup(_state("codex", CODEX), count, hosts=hosts)
     assert text.startswith('ctxd project memory: left open by session "Fix the CSV export header"'
                            " (01a2340e, Codex)")  # fmt: skip
-    assert "- Bash: python -m pytest tests/test_export.py (in a Claude Code session)\n" in text
-    assert "- Bash: ruff check . (in a Codex session)\n" in text
+    assert (
+        "- Bash `python -m pytest tests/test_export.py` failed (exit 1) (in a Claude Code session)\n"
+        in text
+    )
+    assert "- Bash `ruff check .` failed (exit 1) (in a Codex session)\n" in text
     assert "Decisions taken:\n- Stream rows with the csv module (in a Codex session)\n" in text
     assert "- Keep the header in export.py (in a Claude Code session)" in text
     as_claude = render_startup(_state("claude", CLAUDE), count, hosts=hosts)
-    assert "- Bash: ruff check . (in a Codex session)" in as_claude
+    assert "- Bash `ruff check .` failed (exit 1) (in a Codex session)" in as_claude
     assert "- Stream rows with the csv module (in a Codex session)" in as_claude
     assert count(text) <= STARTUP_MAX_TOKENS and count(as_claude) <= STARTUP_MAX_TOKENS
 

@@ -65,8 +65,12 @@ def test_a_failure_fixed_later_is_not_open() -> None:
         bash_call("tool_failure", "make lint", 1, error="Exit code 1\nruff: error E501"),
     ])  # fmt: skip
     notes = open_failures_of(facts, None)
-    assert [(n.description, n.tool, n.count) for n in notes] == [("make lint", "Bash", 1)]
+    assert [(n.description, n.tool, n.count, n.resolved) for n in notes] == [
+        ('Bash `make lint` failed (exit 1) and printed: "ruff: error E501"', "Bash", 1, False),
+        ('Bash `make test` failed (exit 2) and printed: "E AssertionError"', "Bash", 1, True),
+    ]
     assert notes[0].last_error == "exit 1: ruff: error E501"
+    assert notes[1].prevention == "`make test` passed later"
 
 
 def test_repeats_are_counted_and_cascades_skipped() -> None:
@@ -77,8 +81,8 @@ def test_repeats_are_counted_and_cascades_skipped() -> None:
         bash_call("tool_failure", "git push", 1, error="Interrupted by user"),
     ])  # fmt: skip
     notes = open_failures_of(facts, None)
-    assert [(n.description, n.count, n.last_error) for n in notes] == [
-        ("pytest", 2, "exit 1: FAILED test_x")
+    assert [(n.description, n.count, n.last_error, n.cascades) for n in notes] == [
+        ('Bash `pytest` failed (exit 1) and printed: "FAILED test_x"', 2, "exit 1: FAILED test_x", 1)
     ]
 
 
@@ -148,7 +152,8 @@ def test_gather_facts_reads_one_session_from_a_real_index(tmp_path: Path) -> Non
         conn.close()
     assert facts.title == "Add a CSV export to the orders page"
     assert facts.cwd == PROJECT
-    assert facts.last_prompt == "continue"
+    # "continue" is no request of its own: the request is the prompt before it.
+    assert facts.last_prompt == 'Add a CSV export to the orders page (then: "continue")'
     assert [e.tool_name for e in facts.file_events] == ["Edit"]
     assert facts.file_events[0].files == (f"{PROJECT}/src/export.py",)
     assert [e.event for e in facts.tool_calls] == ["tool_failure", "tool_result"]
@@ -157,7 +162,9 @@ def test_gather_facts_reads_one_session_from_a_real_index(tmp_path: Path) -> Non
     assert facts.covers_ns > 0
     assert confidence_of(facts) == ("high", "index:recent_edits")
     notes = open_failures_of(facts, None)
-    assert [(n.description, n.tool) for n in notes] == [("pytest -q", "Bash")]
+    assert [(n.description, n.tool) for n in notes] == [
+        ('Bash `pytest -q` failed (exit 1) and printed: "FAILED tests/test_export.py"', "Bash")
+    ]
     conn = store.connect(paths.index_db, readonly=True)
     try:
         assert gather_facts(conn, "nobody") == SessionFacts("nobody")

@@ -1,0 +1,1 @@
+../../indexer/hook_recall.py
