@@ -80,6 +80,14 @@ def test_history_journey(installed: Installed, workdir: Path) -> None:
             checked += 1
     assert checked >= 5, checked
 
+    # A damaged line in a session's view (a disk error, a hand edit) is skipped and counted.
+    busiest = max(sessions, key=lambda s: s["events"])["session_id"]
+    view = workdir / ".ctxd" / "sessions" / busiest / "main.jsonl"
+    lines = view.read_bytes().splitlines(keepends=True)
+    view.write_bytes(b"".join([*lines[:-2], b'{"seq": 1, "trunc\n', lines[-1]]))
+    read = installed.run("ctxd", "read", "--agent-id", "main", "--session", busiest, cwd=workdir)
+    assert read.returncode == 0 and json.loads(read.stdout)["skipped_lines"] == 1, read.stderr
+
     injection = json.loads(ctxd("inject", "--format", "json"))
     assert 0 < injection["tokenCount"] <= 2000, injection
     hits = json.loads(ctxd("search", "landing site", "--json"))
