@@ -216,8 +216,12 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:  # a zombie (our own unreaped child) has exited
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    try:  # a zombie (an unreaped child) has exited, once the last of its threads has too
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z":
+            return True
+        # A killed multi-threaded process shows its main thread as a zombie while the others
+        # are still exiting, and they hold its files (the writer lock) until the last is gone.
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
     except OSError:
         return True
 

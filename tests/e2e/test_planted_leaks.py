@@ -49,7 +49,7 @@ from summarizer.resume.todos import session_todos
 from summarizer.tasks import service
 from summarizer.tasks.env import TaskEnv
 
-FP_LIMIT = 40  # the corpus count measured when the rules were written (see the README)
+FP_LIMIT = 40  # the corpus count measured when the rules were written (see docs/secrets.md)
 FAULT = Path(__file__).resolve().parents[1] / "data" / "faults" / "quote_payload"
 # Words of the contexts the secrets stand in: each search shows the best 100 snippets.
 SEARCH_WORDS = ("password", "token", "key", "secret", "login", "curl", "export", "machine")

@@ -110,7 +110,8 @@ def test_each_read_by_session_agent_or_time_searches_an_index(
     lines = plans(db, call)
     assert lines, f"{name} read nothing from entries"
     for line in lines:
-        assert line.startswith("SEARCH entries USING"), f"{name}: {line}"
+        # "SEARCH entries" alone is a search of the rowid's own b-tree (max(id)), not a scan.
+        assert line.startswith("SEARCH entries USING") or line == "SEARCH entries", (name, line)
 
 
 def test_every_index_of_entries_serves_a_read_or_a_unique_key(db: sqlite3.Connection) -> None:
