@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from summarizer.cli.demo_session import demo_session  # noqa: E402
+from summarizer.cli.commands.demo_session import demo_session  # noqa: E402
 
 
 def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:

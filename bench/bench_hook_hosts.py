@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from summarizer.cli.demo_session import demo_session  # noqa: E402
+from summarizer.cli.commands.demo_session import demo_session  # noqa: E402
 
 HOOK = [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")]
 FIXTURE = REPO / "tests" / "data" / "codex" / "session-0.171.0" / "hook-payloads.jsonl"

@@ -51,7 +51,7 @@ from indexer.prepare import line as prepare  # noqa: E402
 from indexer.spool import lines as spool  # noqa: E402
 from indexer.spool.lines import repair_surrogates  # noqa: E402
 from indexer.writer.catch_up import IndexWriter, open_writer  # noqa: E402
-from summarizer.cli.demo_session import demo_session  # noqa: E402
+from summarizer.cli.commands.demo_session import demo_session  # noqa: E402
 
 CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus") / "hooks"
 PER_SEGMENT = 50_000

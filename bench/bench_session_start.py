@@ -23,7 +23,7 @@ from indexer.config import Config  # noqa: E402
 from indexer.index.store import connect  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from indexer.writer.catch_up import catch_up  # noqa: E402
-from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session  # noqa: E402
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session  # noqa: E402
 from summarizer.resume import writer as resume  # noqa: E402
 
 HOOK = [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")]  # what init installs

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 # checkout, or $CTXD_TEST_CORPUS. Locally its tests skip without it; under CI=true the run fails.
 CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus")
 HOOK = REPO / "plugin" / "ctxd_hook" / "run_hook.py"
-# The command Claude Code runs (see summarizer.cli.install): isolated mode, no site-packages.
+# The command Claude Code runs (see summarizer.cli.setup.install): isolated mode, no site-packages.
 HOOK_CMD = (sys.executable, "-I", "-S", str(HOOK))
 # Variables that would redirect the state directory or the imports of a child process.
 _SCRUBBED = (

@@ -15,7 +15,7 @@ from indexer.index import store
 from indexer.models import Entry
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up
-from summarizer.cli.demo_session import demo_session
+from summarizer.cli.commands.demo_session import demo_session
 
 PROJECT = "/home/dev/shop"
 SESSION = "5e1d0c2a-7f3b-4a9e-8c6d-1b2a3c4d5e6f"
@@ -39,7 +39,7 @@ def replay(state_dir: Path, payloads: Iterable[dict[str, Any]], cwd: str = PROJE
 
 
 def demo_paths(state_dir: Path) -> StatePaths:
-    """A state directory holding the indexed demo session (summarizer.cli.demo_session)."""
+    """A state directory holding the indexed demo session (summarizer.cli.commands.demo_session)."""
     return replay(state_dir, demo_session(PROJECT))
 
 

@@ -144,7 +144,7 @@ def test_every_option_of_every_command_is_in_its_reference_row() -> None:
 
 
 def test_help_groups_hold_every_command() -> None:
-    from summarizer.cli.helpgroups import GROUPS
+    from summarizer.cli.terminal.help_groups import GROUPS
 
     grouped = {name for _, names in GROUPS for name in names}
     assert set(_subcommands()) <= grouped, set(_subcommands()) - grouped
@@ -347,7 +347,7 @@ def test_readme_is_at_most_300_lines() -> None:
 
 
 def test_readme_names_the_help_groups() -> None:
-    from summarizer.cli.helpgroups import GROUPS
+    from summarizer.cli.terminal.help_groups import GROUPS
 
     named = re.search(
         r"`ctxd --help` lists the commands by what you do with them \(([^)]*)\)", README

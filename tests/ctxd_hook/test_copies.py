@@ -41,11 +41,11 @@ COPIES = [
     ("recall.py", "summarizer/resume/recall_table.py", ("row_id",), {}),
     (
         "plugin.py",
-        "summarizer/cli/plugin_state.py",
+        "summarizer/cli/setup/plugin_state.py",
         ("CTXD_VENV", "_PLACES", "installed_ctxd", "_interpreter"),
         {},
     ),
-    ("plugin.py", "summarizer/cli/gitignore.py", ("ignore_in_git",), {}),
+    ("plugin.py", "summarizer/cli/setup/gitignore.py", ("ignore_in_git",), {}),
 ]
 
 

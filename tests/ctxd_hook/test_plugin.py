@@ -21,9 +21,9 @@ from mcp.client.stdio import StdioServerParameters
 
 from ctxd_hook import hook, plugin
 from indexer.lost_events import NOT_PRIVATE, REASONS, losses
-from summarizer.cli.demo_session import demo_session
-from summarizer.cli.hook_command import HookCommand
-from summarizer.cli.install import EVENTS, ctxd_hook_spec
+from summarizer.cli.commands.demo_session import demo_session
+from summarizer.cli.setup.hook_command import HookCommand
+from summarizer.cli.setup.install import EVENTS, ctxd_hook_spec
 
 PLUGIN = REPO / "plugin"
 PLUGIN_HOOK = HookCommand(("python3", "-I", "-S", "${CLAUDE_PLUGIN_ROOT}/ctxd_hook/run_hook.py"))

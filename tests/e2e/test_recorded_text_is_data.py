@@ -18,7 +18,7 @@ from indexer.config import Config
 from indexer.index import store
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up
-from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session
 from summarizer.handoff.account import account_text
 from summarizer.handoff.hook import light_account
 from summarizer.mcp import tools

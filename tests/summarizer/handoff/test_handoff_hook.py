@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import HOOK_CMD, REPO, hook_env, payload, run_cli, run_hook
 
-from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session
 from summarizer.common.tokens import get_counter
 from summarizer.handoff.names import names_in
 

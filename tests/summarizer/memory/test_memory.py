@@ -28,7 +28,7 @@ from indexer.config import SummarizerConfig
 from indexer.index import store
 from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up
-from summarizer.cli.demo_session import DEMO_SESSION_ID
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID
 from summarizer.memory import store as memory
 from summarizer.memory.store import compact, load_memory
 

@@ -24,7 +24,7 @@ from resume_story import (
     story,
 )
 
-from summarizer.cli.sessions import default_config_text
+from summarizer.cli.commands.sessions import default_config_text
 from summarizer.common.tokens import get_counter
 from summarizer.resume import fastjson, hook_output
 from summarizer.resume import hook as resume_hook

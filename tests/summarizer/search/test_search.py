@@ -24,7 +24,7 @@ from indexer.paths import StatePaths
 from indexer.search import index as search_index
 from indexer.search import query as search_query
 from indexer.writer.catch_up import catch_up
-from summarizer.cli.parse_search import KINDS as CLI_KINDS
+from summarizer.cli.parsers.search import KINDS as CLI_KINDS
 from summarizer.memory.compact import compact_now
 from summarizer.search.query import SearchQueryError, to_match
 from summarizer.search.service import Filters, search

@@ -15,7 +15,7 @@ from indexer.config import Config
 from indexer.paths import StatePaths
 from indexer.retention import purge
 from indexer.writer.catch_up import catch_up, open_writer, writer_lock
-from summarizer.cli.forget import forget
+from summarizer.cli.commands.forget import forget
 from summarizer.team.schema import migrate
 from summarizer.team.shipper import Shipper
 from summarizer.team.state import read_state
