@@ -1,9 +1,10 @@
-"""ctxd's write path: the spool, and the SQLite index with per-agent views.
+"""The indexer's public API: the one module code outside indexer/ imports it by.
 
-The summarizer reads the index through `indexer.queries.query`, `indexer.queries.history`
-and `indexer.retention.purge` (sqlite3 errors leave them as `IndexAccessError`s) and takes
-the helpers it needs from the names exported here; the other modules are internal
-(tests/test_layers.py checks it).
+The summarizer, the CLI and the hook's answers take everything they need of the write path from
+here: the base (errors, config, models, paths), the writer lock and catch-up, the spool's
+snapshot and retention, redaction, and the query modules (`history`, `query`, `purge`,
+`changes`, `recall`, `search_index`, ...; sqlite3 errors leave them as `IndexAccessError`s). The
+job folders below are internal (tests/test_layers.py checks it).
 
 Exports are resolved lazily (PEP 562) so that the hook's SessionStart path, which imports
 this package, loads no third-party module (ARCHITECTURE I1).
@@ -19,7 +20,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from indexer.config import Config, load_config, parse_config
+    from indexer.config import Config, SummarizerConfig, TasksConfig, load_config, parse_config
+    from indexer.daemon import protocol as daemon_channel
+    from indexer.daemon.protocol import SOCKET_NAME, is_listening
     from indexer.errors import (
         ConfigError,
         CtxdError,
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
         IndexUnavailableError,
         InvalidIdError,
         StateDirError,
+        TranscriptPathError,
         translate_sqlite_errors,
     )
     from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
@@ -39,10 +43,51 @@ if TYPE_CHECKING:
     from indexer.locks import flock_within, lock_is_held
     from indexer.lost_events import HOOK_FAILURES, failure_count, loss_files, losses
     from indexer.models import Entry
-    from indexer.paths import StatePaths, resolve_state_paths
+    from indexer.paths import (
+        FILE_MODE,
+        StatePaths,
+        check_session_id,
+        ensure_private_dir,
+        is_valid_session_id,
+        is_valid_view_name,
+        resolve_state_paths,
+    )
+    from indexer.prepare.agentid import AGENT_ID_RE, extract_agent_id, is_valid_agent_id
     from indexer.prepare.normalize import AGENT_TOOLS, EDIT_TOOLS
+    from indexer.queries import changes as changes
+    from indexer.queries import history as history
+    from indexer.queries import query as query
+    from indexer.queries import recall as recall
+    from indexer.queries import search as search_connections
+    from indexer.queries.changes import AGENT_COLUMNS, ENTRY_COLUMNS, SESSION_COLUMNS
+    from indexer.queries.porcelain import (
+        active_constraint,
+        agent_listing,
+        newest_active_session,
+        open_readonly,
+        spool_behind,
+        unwritable_reason,
+    )
+    from indexer.queries.query import (
+        connect_readonly,
+        count_agent_entries,
+        index_is_current,
+        spool_lag,
+    )
+    from indexer.queries.sessions import (
+        AgentRow,
+        agent_last_run,
+        agents_ended_after,
+        agents_of_sessions,
+        last_trigger,
+        session_agents,
+        session_entries,
+        session_entry_count,
+    )
+    from indexer.queries.tasks import completed_tasks, sessions_with_tasks
     from indexer.redact.logsafe import RedactingFormatter, bounded, redact_last_resort
     from indexer.redact.text import redact_entry, redact_text, secret_kinds
+    from indexer.retention import purge as purge
     from indexer.retention.rewrite import rewrite_segment, session_of
     from indexer.retention.spool import (
         RetentionReport,
@@ -50,95 +95,204 @@ if TYPE_CHECKING:
         prune_quarantine,
         prune_spool,
     )
+    from indexer.search import index as search_index
+    from indexer.search import query as search_query
+    from indexer.search.index import (
+        ENTRY_KINDS,
+        MEMORY_KINDS,
+        MemoryDoc,
+        failure_body,
+        index_memory,
+        rebuild,
+    )
+    from indexer.spool.append import append_event
     from indexer.spool.changes import SpoolSnapshot, has_unread, snapshot, unread_bytes
     from indexer.spool.lineguard import INT64_MAX
     from indexer.spool.lines import is_segment_name
-    from indexer.statedir import git_root
+    from indexer.statedir import git_root, state_dir
+    from indexer.transcripts.codex_rollouts import ROLLOUT_NAME, rollout_files
+    from indexer.transcripts.paths import (
+        all_project_dirs,
+        project_dir,
+        subdirectory_dirs,
+        transcript_files,
+    )
     from indexer.views.update import rebuild_all
     from indexer.views.writer import iso_utc
     from indexer.writer.catch_up import (
+        LOCK_SLICE_S,
         IndexWriter,
         catch_up,
+        daemon_running,
+        daemon_writer_lock,
+        ingest_spool,
         is_locked,
         lag,
         open_writer,
+        wait_for_daemon,
         writer_lock,
     )
+    from indexer.writer.import_ahead import import_files
+    from indexer.writer.importer import ImportStats, TranscriptImporter
 
+# Names, by the module that defines them.
 _EXPORTS = {
     "Config": "indexer.config",
+    "SummarizerConfig": "indexer.config",
+    "TasksConfig": "indexer.config",
     "load_config": "indexer.config",
     "parse_config": "indexer.config",
+    "SOCKET_NAME": "indexer.daemon.protocol",
+    "is_listening": "indexer.daemon.protocol",
     "ConfigError": "indexer.errors",
     "CtxdError": "indexer.errors",
+    "IndexAccessError": "indexer.errors",
     "IndexBusyError": "indexer.errors",
     "IndexCorruptError": "indexer.errors",
     "IndexLockedError": "indexer.errors",
+    "IndexUnavailableError": "indexer.errors",
     "InvalidIdError": "indexer.errors",
     "StateDirError": "indexer.errors",
-    "Entry": "indexer.models",
-    "StatePaths": "indexer.paths",
-    "resolve_state_paths": "indexer.paths",
-    "StoredEntry": "indexer.index.store",
-    "catch_up": "indexer.writer.catch_up",
-    "is_locked": "indexer.writer.catch_up",
-    "open_writer": "indexer.writer.catch_up",
-    "writer_lock": "indexer.writer.catch_up",
-    "IndexAccessError": "indexer.errors",
-    "IndexUnavailableError": "indexer.errors",
+    "TranscriptPathError": "indexer.errors",
     "translate_sqlite_errors": "indexer.errors",
+    "lines_backwards": "indexer.fileio",
+    "sweep_temp_files": "indexer.fileio",
+    "write_atomic": "indexer.fileio",
+    "LARGE_PASS_LINES": "indexer.index.release",
+    "malloc_trim": "indexer.index.release",
+    "release_memory": "indexer.index.release",
+    "StoredEntry": "indexer.index.store",
+    "WRITER_CACHE_KIB": "indexer.index.store",
+    "IngestStats": "indexer.ingest.lines",
+    "flock_within": "indexer.locks",
+    "lock_is_held": "indexer.locks",
     "HOOK_FAILURES": "indexer.lost_events",
     "failure_count": "indexer.lost_events",
     "loss_files": "indexer.lost_events",
     "losses": "indexer.lost_events",
-    "write_atomic": "indexer.fileio",
-    "sweep_temp_files": "indexer.fileio",
-    "lines_backwards": "indexer.fileio",
-    "iso_utc": "indexer.views.writer",
-    "rebuild_all": "indexer.views.update",
+    "Entry": "indexer.models",
+    "FILE_MODE": "indexer.paths",
+    "StatePaths": "indexer.paths",
+    "check_session_id": "indexer.paths",
+    "ensure_private_dir": "indexer.paths",
+    "is_valid_session_id": "indexer.paths",
+    "is_valid_view_name": "indexer.paths",
+    "resolve_state_paths": "indexer.paths",
+    "AGENT_ID_RE": "indexer.prepare.agentid",
+    "extract_agent_id": "indexer.prepare.agentid",
+    "is_valid_agent_id": "indexer.prepare.agentid",
     "AGENT_TOOLS": "indexer.prepare.normalize",
     "EDIT_TOOLS": "indexer.prepare.normalize",
-    "INT64_MAX": "indexer.spool.lineguard",
-    "lock_is_held": "indexer.locks",
-    "flock_within": "indexer.locks",
-    "malloc_trim": "indexer.index.release",
-    "release_memory": "indexer.index.release",
-    "git_root": "indexer.statedir",
-    "is_segment_name": "indexer.spool.lines",
+    "AGENT_COLUMNS": "indexer.queries.changes",
+    "ENTRY_COLUMNS": "indexer.queries.changes",
+    "SESSION_COLUMNS": "indexer.queries.changes",
+    "active_constraint": "indexer.queries.porcelain",
+    "agent_listing": "indexer.queries.porcelain",
+    "newest_active_session": "indexer.queries.porcelain",
+    "open_readonly": "indexer.queries.porcelain",
+    "spool_behind": "indexer.queries.porcelain",
+    "unwritable_reason": "indexer.queries.porcelain",
+    "connect_readonly": "indexer.queries.query",
+    "count_agent_entries": "indexer.queries.query",
+    "index_is_current": "indexer.queries.query",
+    "spool_lag": "indexer.queries.query",
+    "AgentRow": "indexer.queries.sessions",
+    "agent_last_run": "indexer.queries.sessions",
+    "agents_ended_after": "indexer.queries.sessions",
+    "agents_of_sessions": "indexer.queries.sessions",
+    "last_trigger": "indexer.queries.sessions",
+    "session_agents": "indexer.queries.sessions",
+    "session_entries": "indexer.queries.sessions",
+    "session_entry_count": "indexer.queries.sessions",
+    "completed_tasks": "indexer.queries.tasks",
+    "sessions_with_tasks": "indexer.queries.tasks",
+    "RedactingFormatter": "indexer.redact.logsafe",
+    "bounded": "indexer.redact.logsafe",
+    "redact_last_resort": "indexer.redact.logsafe",
+    "redact_entry": "indexer.redact.text",
+    "redact_text": "indexer.redact.text",
+    "secret_kinds": "indexer.redact.text",
+    "rewrite_segment": "indexer.retention.rewrite",
+    "session_of": "indexer.retention.rewrite",
     "RetentionReport": "indexer.retention.spool",
     "delete_segment": "indexer.retention.spool",
     "prune_quarantine": "indexer.retention.spool",
     "prune_spool": "indexer.retention.spool",
-    "rewrite_segment": "indexer.retention.rewrite",
-    "session_of": "indexer.retention.rewrite",
+    "ENTRY_KINDS": "indexer.search.index",
+    "MEMORY_KINDS": "indexer.search.index",
+    "MemoryDoc": "indexer.search.index",
+    "failure_body": "indexer.search.index",
+    "index_memory": "indexer.search.index",
+    "rebuild": "indexer.search.index",
+    "append_event": "indexer.spool.append",
     "SpoolSnapshot": "indexer.spool.changes",
     "has_unread": "indexer.spool.changes",
     "snapshot": "indexer.spool.changes",
-    "IngestStats": "indexer.ingest.lines",
-    "lag": "indexer.writer.catch_up",
-    "IndexWriter": "indexer.writer.catch_up",
-    "redact_entry": "indexer.redact.text",
-    "redact_text": "indexer.redact.text",
-    "secret_kinds": "indexer.redact.text",
-    "RedactingFormatter": "indexer.redact.logsafe",
-    "bounded": "indexer.redact.logsafe",
-    "redact_last_resort": "indexer.redact.logsafe",
-    "LARGE_PASS_LINES": "indexer.index.release",
     "unread_bytes": "indexer.spool.changes",
-    "WRITER_CACHE_KIB": "indexer.index.store",
+    "INT64_MAX": "indexer.spool.lineguard",
+    "is_segment_name": "indexer.spool.lines",
+    "git_root": "indexer.statedir",
+    "state_dir": "indexer.statedir",
+    "ROLLOUT_NAME": "indexer.transcripts.codex_rollouts",
+    "rollout_files": "indexer.transcripts.codex_rollouts",
+    "all_project_dirs": "indexer.transcripts.paths",
+    "project_dir": "indexer.transcripts.paths",
+    "subdirectory_dirs": "indexer.transcripts.paths",
+    "transcript_files": "indexer.transcripts.paths",
+    "rebuild_all": "indexer.views.update",
+    "iso_utc": "indexer.views.writer",
+    "IndexWriter": "indexer.writer.catch_up",
+    "LOCK_SLICE_S": "indexer.writer.catch_up",
+    "catch_up": "indexer.writer.catch_up",
+    "daemon_running": "indexer.writer.catch_up",
+    "daemon_writer_lock": "indexer.writer.catch_up",
+    "ingest_spool": "indexer.writer.catch_up",
+    "is_locked": "indexer.writer.catch_up",
+    "lag": "indexer.writer.catch_up",
+    "open_writer": "indexer.writer.catch_up",
+    "wait_for_daemon": "indexer.writer.catch_up",
+    "writer_lock": "indexer.writer.catch_up",
+    "import_files": "indexer.writer.import_ahead",
+    "ImportStats": "indexer.writer.importer",
+    "TranscriptImporter": "indexer.writer.importer",
+}
+
+# Query modules, exported whole: callers use them as namespaces (`history.entries(...)`).
+_MODULES = {
+    "changes": "indexer.queries.changes",
+    "daemon_channel": "indexer.daemon.protocol",
+    "history": "indexer.queries.history",
+    "purge": "indexer.retention.purge",
+    "query": "indexer.queries.query",
+    "recall": "indexer.queries.recall",
+    "search_connections": "indexer.queries.search",
+    "search_index": "indexer.search.index",
+    "search_query": "indexer.search.query",
 }
 
 __all__ = [
+    "AGENT_COLUMNS",
+    "AGENT_ID_RE",
     "AGENT_TOOLS",
     "EDIT_TOOLS",
+    "ENTRY_COLUMNS",
+    "ENTRY_KINDS",
+    "FILE_MODE",
     "HOOK_FAILURES",
     "INT64_MAX",
     "LARGE_PASS_LINES",
+    "LOCK_SLICE_S",
+    "MEMORY_KINDS",
+    "ROLLOUT_NAME",
+    "SESSION_COLUMNS",
+    "SOCKET_NAME",
     "WRITER_CACHE_KIB",
+    "AgentRow",
     "Config",
     "ConfigError",
     "CtxdError",
     "Entry",
+    "ImportStats",
     "IndexAccessError",
     "IndexBusyError",
     "IndexCorruptError",
@@ -147,46 +301,101 @@ __all__ = [
     "IndexWriter",
     "IngestStats",
     "InvalidIdError",
+    "MemoryDoc",
     "RedactingFormatter",
     "RetentionReport",
     "SpoolSnapshot",
     "StateDirError",
     "StatePaths",
     "StoredEntry",
+    "SummarizerConfig",
+    "TasksConfig",
+    "TranscriptImporter",
+    "TranscriptPathError",
+    "active_constraint",
+    "agent_last_run",
+    "agent_listing",
+    "agents_ended_after",
+    "agents_of_sessions",
+    "all_project_dirs",
+    "append_event",
     "bounded",
     "catch_up",
+    "changes",
+    "check_session_id",
+    "completed_tasks",
+    "connect_readonly",
+    "count_agent_entries",
+    "daemon_channel",
+    "daemon_running",
+    "daemon_writer_lock",
     "delete_segment",
+    "ensure_private_dir",
+    "extract_agent_id",
+    "failure_body",
     "failure_count",
     "flock_within",
     "git_root",
     "has_unread",
+    "history",
+    "import_files",
+    "index_is_current",
+    "index_memory",
+    "ingest_spool",
+    "is_listening",
     "is_locked",
     "is_segment_name",
+    "is_valid_agent_id",
+    "is_valid_session_id",
+    "is_valid_view_name",
     "iso_utc",
     "lag",
+    "last_trigger",
     "lines_backwards",
     "load_config",
     "lock_is_held",
     "loss_files",
     "losses",
     "malloc_trim",
+    "newest_active_session",
+    "open_readonly",
     "open_writer",
     "parse_config",
+    "project_dir",
     "prune_quarantine",
     "prune_spool",
+    "purge",
+    "query",
+    "rebuild",
     "rebuild_all",
+    "recall",
     "redact_entry",
     "redact_last_resort",
     "redact_text",
     "release_memory",
     "resolve_state_paths",
     "rewrite_segment",
+    "rollout_files",
+    "search_connections",
+    "search_index",
+    "search_query",
     "secret_kinds",
+    "session_agents",
+    "session_entries",
+    "session_entry_count",
     "session_of",
+    "sessions_with_tasks",
     "snapshot",
+    "spool_behind",
+    "spool_lag",
+    "state_dir",
+    "subdirectory_dirs",
     "sweep_temp_files",
+    "transcript_files",
     "translate_sqlite_errors",
     "unread_bytes",
+    "unwritable_reason",
+    "wait_for_daemon",
     "write_atomic",
     "writer_lock",
 ]
@@ -194,6 +403,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'indexer' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    if module is not None:
+        return getattr(importlib.import_module(module), name)
+    whole = _MODULES.get(name)
+    if whole is not None:
+        return importlib.import_module(whole)
+    raise AttributeError(f"module 'indexer' has no attribute {name!r}")

@@ -11,10 +11,10 @@ from indexer.queries.readonly import connect_readonly, spool_sizes, unwritable_r
 
 __all__ = [
     "active_constraint",
+    "agent_listing",
     "indexed_offsets",
     "newest_active_session",
     "open_readonly",
-    "session_agents",
     "spool_behind",
     "unwritable_reason",
 ]
@@ -45,7 +45,7 @@ def indexed_offsets(conn: sqlite3.Connection) -> dict[str, int]:
     return dict(conn.execute("SELECT name, offset FROM files WHERE active=1").fetchall())
 
 
-def session_agents(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+def agent_listing(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
     """A session's agents, oldest first: type, status, first instruction and counts."""
     rows = conn.execute(
         "SELECT a.agent_id, a.agent_type, a.status, a.cc_agent_id, a.description,"

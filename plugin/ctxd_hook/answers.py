@@ -65,7 +65,7 @@ def prebuild(payload: bytes, base: str) -> None:
         return
     try:
         _importable_summarizer()
-        from indexer.locks import lock_is_held
+        from indexer import lock_is_held
         from summarizer.resume.hook import read_settings, spawn_detached
 
         if not lock_is_held(os.path.join(base, "daemon.lock")) and read_settings(base).prebuild:

@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # the CLI edge: one line, non-zero exit, never a traceback
-        from indexer.errors import CtxdError
+        from indexer import CtxdError
         from summarizer.cli.terminal.colour import error_word
 
         if isinstance(e, CtxdError):

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from indexer.daemon import protocol as daemon_channel
+from indexer import daemon_channel
 
 log = logging.getLogger("ctxd.channel")
 

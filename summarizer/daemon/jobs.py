@@ -21,8 +21,7 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from indexer import malloc_trim, release_memory
-from indexer.queries import history
+from indexer import history, malloc_trim, release_memory
 from summarizer.daemon.run_events import RunEvents
 from summarizer.daemon.waiters import Waiters
 from summarizer.memory import hooks

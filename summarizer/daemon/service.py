@@ -22,10 +22,23 @@ from dataclasses import dataclass
 
 from indexer import (
     LARGE_PASS_LINES,
+    SOCKET_NAME,
     WRITER_CACHE_KIB,
+    Config,
+    CtxdError,
+    IndexWriter,
     IngestStats,
     SpoolSnapshot,
+    StateDirError,
+    StatePaths,
+    daemon_channel,
+    daemon_writer_lock,
     has_unread,
+    history,
+    lag,
+    load_config,
+    open_writer,
+    query,
     release_memory,
     safefs,
     snapshot,
@@ -33,13 +46,6 @@ from indexer import (
     unread_bytes,
     write_atomic,
 )
-from indexer.config import Config, load_config
-from indexer.daemon import protocol as daemon_channel
-from indexer.daemon.protocol import SOCKET_NAME
-from indexer.errors import CtxdError, StateDirError
-from indexer.paths import StatePaths
-from indexer.queries import history, query
-from indexer.writer.catch_up import IndexWriter, daemon_writer_lock, lag, open_writer
 from summarizer.daemon.channel import RequestHandler, RequestServer
 from summarizer.daemon.host import BatchListener
 from summarizer.daemon.logfile import setup_logging

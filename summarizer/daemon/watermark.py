@@ -6,8 +6,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from indexer import IngestStats
-from indexer.queries import history
+from indexer import IngestStats, history
 
 if TYPE_CHECKING:
     from summarizer.daemon.host import DaemonHost as Daemon

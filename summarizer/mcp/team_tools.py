@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from indexer.config import load_config
-from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
+from indexer import StatePaths, is_valid_session_id, is_valid_view_name, load_config
 from summarizer.mcp.tools import ToolInputError, check_budget, fit
 from summarizer.search.service import Filters, iso_utc, validate
 from summarizer.team import reader, recall

@@ -13,11 +13,16 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from indexer import redact_entry, redact_text
-from indexer.config import load_config
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
-from indexer.queries import recall
+from indexer import (
+    CtxdError,
+    StatePaths,
+    is_valid_session_id,
+    is_valid_view_name,
+    load_config,
+    recall,
+    redact_entry,
+    redact_text,
+)
 from summarizer.common.failures import quoted
 from summarizer.common.neutralize import neutralize
 from summarizer.common.tokens import get_counter

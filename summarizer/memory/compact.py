@@ -19,17 +19,18 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer import iso_utc
-from indexer.config import Config
-from indexer.daemon import protocol as daemon_channel
-from indexer.errors import CtxdError, IndexBusyError
-from indexer.paths import StatePaths
-from indexer.queries import history
-from indexer.search import index as search_index
-from indexer.writer.catch_up import (
+from indexer import (
     LOCK_SLICE_S,
+    Config,
+    CtxdError,
+    IndexBusyError,
+    StatePaths,
+    daemon_channel,
     daemon_running,
+    history,
     ingest_spool,
+    iso_utc,
+    search_index,
     wait_for_daemon,
     writer_lock,
 )

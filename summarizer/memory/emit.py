@@ -13,9 +13,7 @@ import threading
 import time
 from typing import Any
 
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths, is_valid_session_id, resolve_state_paths
-from indexer.spool.append import append_event
+from indexer import CtxdError, StatePaths, append_event, is_valid_session_id, resolve_state_paths
 
 KINDS = ("decision", "failure", "constraint", "feature_start", "feature_complete", "note")
 # Outside Claude Code, explicit events go to a stream of their own, named so that nobody takes
@@ -66,7 +64,7 @@ def default_session(paths: StatePaths) -> str:
     if session:
         return session
     if os.environ.get("CLAUDECODE") == "1":
-        from indexer.queries.porcelain import newest_active_session, open_readonly
+        from indexer import newest_active_session, open_readonly
 
         conn = open_readonly(paths.index_db)
         if conn is not None:

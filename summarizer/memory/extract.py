@@ -6,8 +6,7 @@ import json
 import re
 from typing import Any
 
-from indexer import AGENT_TOOLS, EDIT_TOOLS, INT64_MAX
-from indexer.models import Entry
+from indexer import AGENT_TOOLS, EDIT_TOOLS, INT64_MAX, Entry
 from summarizer.common.acks import is_acknowledgement
 from summarizer.common.failures import cascade_kind, describe_failure, target_of
 from summarizer.common.neutralize import addresses_model, neutralize

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
-from indexer.queries import history
+from indexer import history
 from summarizer.common import text as tx
 from summarizer.common.failures import CASCADE, resolves
 from summarizer.memory import extract as ex

@@ -5,8 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from indexer.config import Config
-from indexer.paths import StatePaths
+from indexer import Config, StatePaths
 
 AfterCompaction = Callable[[sqlite3.Connection, StatePaths, Config], None]
 # Called after every compaction (also those triggered by PreCompact and SessionEnd), with the

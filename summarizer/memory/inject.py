@@ -8,12 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from indexer.config import Config, load_config
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
-from indexer.queries import history
-from indexer.statedir import state_dir as resolve_state_dir
-from indexer.writer.catch_up import lag
+from indexer import Config, CtxdError, StatePaths, history, lag, load_config
+from indexer import state_dir as resolve_state_dir
 from summarizer.common.tokens import get_counter
 from summarizer.memory.inject_cache import (
     current_watermark,

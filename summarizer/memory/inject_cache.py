@@ -17,10 +17,7 @@ import json
 import os
 from typing import Any
 
-from indexer import write_atomic
-from indexer.paths import StatePaths
-from indexer.queries import query
-from indexer.queries.query import connect_readonly, index_is_current
+from indexer import StatePaths, connect_readonly, index_is_current, query, write_atomic
 
 __all__ = [
     "CACHE_FILE",

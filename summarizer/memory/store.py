@@ -11,8 +11,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from indexer.config import Config, SummarizerConfig
-from indexer.queries import history
+from indexer import Config, SummarizerConfig, history
 from summarizer.common.models import Constraint, Decision, Failure, Feature, Memory
 from summarizer.memory.extract import Observation, observe
 from summarizer.memory.merge import MemoryFold

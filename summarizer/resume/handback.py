@@ -18,8 +18,7 @@ from __future__ import annotations
 import os
 import time
 
-from indexer import safefs
-from indexer.errors import StateDirError
+from indexer import StateDirError, safefs
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.resume.fastjson import encode_string, loads
 from summarizer.resume.files import state_root_of

@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import re
 
-from indexer import iso_utc, redact_text, write_atomic
-from indexer.paths import StatePaths, check_session_id, ensure_private_dir
+from indexer import (
+    StatePaths,
+    check_session_id,
+    ensure_private_dir,
+    iso_utc,
+    redact_text,
+    write_atomic,
+)
 from summarizer.common.models import Memory
 from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import clean_line

@@ -10,11 +10,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import iso_utc
-from indexer.config import Config
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
-from indexer.queries import history, query
+from indexer import Config, CtxdError, StatePaths, history, iso_utc, query
 from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import is_meaningful_request
 from summarizer.resume import writer as resume

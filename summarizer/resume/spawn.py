@@ -23,8 +23,7 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
     try:
         import fcntl
 
-        from indexer import safefs
-        from indexer.daemon.protocol import is_listening
+        from indexer import is_listening, safefs
 
         if is_listening(state_dir):
             return None

@@ -9,9 +9,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import EDIT_TOOLS, iso_utc
-from indexer.models import Entry
-from indexer.queries import history, query
+from indexer import EDIT_TOOLS, Entry, history, iso_utc, query
 from summarizer.common.acks import latest_request
 from summarizer.common.failures import command_head, is_check
 from summarizer.common.models import Failure, Memory

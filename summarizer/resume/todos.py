@@ -10,10 +10,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import write_atomic
-from indexer.models import Entry
-from indexer.paths import StatePaths
-from indexer.queries import history
+from indexer import Entry, StatePaths, history, write_atomic
 
 __all__ = [
     "Todo",

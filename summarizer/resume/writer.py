@@ -12,10 +12,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import write_atomic
-from indexer.config import Config
-from indexer.paths import StatePaths, check_session_id, ensure_private_dir
-from indexer.queries import query
+from indexer import Config, StatePaths, check_session_id, ensure_private_dir, query, write_atomic
 from summarizer.common.models import Memory
 from summarizer.memory import hooks as compaction_hooks
 from summarizer.resume.files import (

@@ -10,12 +10,16 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
-from indexer.queries import search as search_connections
-from indexer.queries.porcelain import unwritable_reason
-from indexer.search import index as search_index
-from indexer.search import query as search_query
+from indexer import (
+    CtxdError,
+    StatePaths,
+    is_valid_session_id,
+    is_valid_view_name,
+    search_connections,
+    search_index,
+    search_query,
+    unwritable_reason,
+)
 from summarizer.search.query import SearchQueryError, parse_since, to_match
 
 __all__ = ["Filters", "SearchHit", "current_connection", "search", "validate"]
@@ -157,7 +161,7 @@ def current_connection(
         if on_read_only is not None:
             on_read_only(read_only)
         return search_connections.open_readonly(paths.index_db)
-    from indexer.config import load_config  # only now: the catch-up loads msgspec and more
+    from indexer import load_config  # only now: the catch-up loads msgspec and more
     from summarizer.memory.compact import compact_now
 
     compact_now(paths, load_config(paths.config), trigger="search")

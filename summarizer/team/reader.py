@@ -12,10 +12,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from indexer import iso_utc
-from indexer.config import Config
-from indexer.paths import StatePaths
-from indexer.search.index import MEMORY_KINDS
+from indexer import MEMORY_KINDS, Config, StatePaths, iso_utc
 from summarizer.resume.sessions import SessionInfo, session_title, stamp_of
 from summarizer.search.query import parse_since, terms
 from summarizer.search.service import CANDIDATES, HALF_LIFE_H, Filters, validate

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from indexer.queries.changes import AGENT_COLUMNS, ENTRY_COLUMNS, SESSION_COLUMNS
-from indexer.search.index import ENTRY_KINDS
+from indexer import AGENT_COLUMNS, ENTRY_COLUMNS, ENTRY_KINDS, SESSION_COLUMNS
 from summarizer.memory.changes import MemoryItem
 from summarizer.team.identity import Identity
 

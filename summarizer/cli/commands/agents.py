@@ -6,8 +6,7 @@ import argparse
 import json
 import time
 
-from indexer.errors import CtxdError
-from indexer.queries.porcelain import open_readonly, session_agents
+from indexer import CtxdError, agent_listing, open_readonly
 from summarizer.cli.terminal.colour import paint
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
@@ -34,7 +33,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
         raise CtxdError(f"no sessions recorded yet in {paths.root}")
     try:
         info = resolve_session(conn, args.session)
-        agents = session_agents(conn, info.session_id)
+        agents = agent_listing(conn, info.session_id)
     finally:
         conn.close()
     for a in agents:

@@ -6,9 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from indexer.errors import TranscriptPathError
-from indexer.transcripts.codex_rollouts import ROLLOUT_NAME, rollout_files
-from indexer.transcripts.paths import transcript_files
+from indexer import ROLLOUT_NAME, TranscriptPathError, rollout_files, transcript_files
 from summarizer.cli.setup.codex_install import codex_home
 
 __all__ = ["codex_sources"]

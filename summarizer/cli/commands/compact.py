@@ -9,7 +9,7 @@ from summarizer.memory.compact import compact_now
 
 def cmd_compact(args: argparse.Namespace) -> int:
     """Handler of `ctxd compact`: catch up, compact here or in the daemon, report."""
-    from indexer.config import load_config
+    from indexer import load_config
     from summarizer.common.cliargs import state_paths
 
     paths = state_paths(args)

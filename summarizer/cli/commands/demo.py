@@ -12,10 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
-from indexer.queries import history, query
-from indexer.writer.catch_up import catch_up
+from indexer import CtxdError, StatePaths, catch_up, history, query
 from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session
 from summarizer.cli.setup.hook_command import hook_launcher
 

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from indexer.paths import StatePaths
+from indexer import StatePaths
 from summarizer.common.cliargs import state_paths
 from summarizer.memory.emit import EmitError, emit
 
@@ -60,8 +60,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def _check_revocable(paths: StatePaths, ref: str) -> None:
     """Refuse to revoke a constraint that is not in force (after folding what is new)."""
-    from indexer.config import load_config
-    from indexer.queries.porcelain import active_constraint, open_readonly
+    from indexer import active_constraint, load_config, open_readonly
     from summarizer.common.text import text_key
     from summarizer.memory.compact import compact_now
 

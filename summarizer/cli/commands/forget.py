@@ -11,20 +11,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from indexer import (
+    CtxdError,
+    IndexWriter,
     RetentionReport,
+    StatePaths,
+    agents_of_sessions,
+    check_session_id,
+    history,
     is_segment_name,
+    is_valid_agent_id,
+    open_writer,
+    purge,
+    query,
     rebuild_all,
     rewrite_segment,
     safefs,
     session_of,
+    writer_lock,
 )
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths, check_session_id
-from indexer.prepare.agentid import is_valid_agent_id
-from indexer.queries import history, query
-from indexer.queries.sessions import agents_of_sessions
-from indexer.retention import purge
-from indexer.writer.catch_up import IndexWriter, open_writer, writer_lock
 from summarizer.common.cliargs import state_paths
 from summarizer.handoff.account import write_accounts
 from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from indexer.errors import CtxdError
+from indexer import CtxdError
 from summarizer.common.cliargs import state_paths
 
 __all__ = ["NEEDS_STATE", "NoStateError", "run_guarded"]

@@ -8,16 +8,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import IndexBusyError, TranscriptPathError
-from indexer.transcripts.paths import (
+from indexer import (
+    ImportStats,
+    IndexBusyError,
+    TranscriptImporter,
+    TranscriptPathError,
     all_project_dirs,
+    import_files,
+    open_writer,
     project_dir,
     subdirectory_dirs,
     transcript_files,
+    writer_lock,
 )
-from indexer.writer.catch_up import open_writer, writer_lock
-from indexer.writer.import_ahead import import_files
-from indexer.writer.importer import ImportStats, TranscriptImporter
 from summarizer.common.cliargs import state_paths
 
 __all__ = ["cmd_import"]

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from indexer import rebuild_all
-from indexer.errors import CtxdError
-from indexer.queries import history
-from indexer.search.index import rebuild as rebuild_search
-from indexer.writer.catch_up import catch_up, writer_lock
+from indexer import CtxdError, catch_up, history, rebuild_all, writer_lock
+from indexer import rebuild as rebuild_search
 from summarizer.common.cliargs import state_paths
 
 __all__ = ["cmd_ingest", "cmd_rebuild"]

@@ -18,11 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer import safefs
-from indexer.daemon import protocol as daemon_channel
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
-from indexer.writer.catch_up import is_locked
+from indexer import CtxdError, StatePaths, daemon_channel, is_locked, safefs
 from summarizer.common.cliargs import state_paths
 from summarizer.resume.spawn import autostart
 

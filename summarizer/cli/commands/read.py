@@ -16,10 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from indexer import lines_backwards
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
-from indexer.queries.query import connect_readonly, count_agent_entries, index_is_current
+from indexer import (
+    CtxdError,
+    StatePaths,
+    connect_readonly,
+    count_agent_entries,
+    index_is_current,
+    is_valid_session_id,
+    is_valid_view_name,
+    lines_backwards,
+)
 from summarizer.cli.commands.read_target import resolve_read_target
 from summarizer.common.cliargs import state_paths
 
@@ -50,7 +56,7 @@ def _current_connection(paths: StatePaths) -> Any:
         return conn
     if conn is not None:
         conn.close()
-    from indexer.writer.catch_up import catch_up  # only now: it loads msgspec and the ingest code
+    from indexer import catch_up  # only now: it loads msgspec and the ingest code
 
     result = catch_up(paths)
     if result.read_only:

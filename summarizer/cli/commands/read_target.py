@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from indexer.queries import query
+from indexer import query
 
 __all__ = ["resolve_read_target"]
 

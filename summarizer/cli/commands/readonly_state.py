@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from indexer.paths import StatePaths
-from indexer.queries.porcelain import spool_behind
+from indexer import StatePaths, spool_behind
 
 __all__ = ["note_unindexed"]
 

@@ -57,7 +57,7 @@ def _team_search(
     """The team store's hits: every machine of this project, with machine and user."""
     import time
 
-    from indexer.config import load_config
+    from indexer import load_config
     from summarizer.team.reader import open_team
     from summarizer.team.reader import search as team_search
 

@@ -8,10 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from indexer.config import load_config
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
-from indexer.queries import history
+from indexer import CtxdError, StatePaths, history, load_config
 from summarizer.cli.commands.readonly_state import note_unindexed
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions

@@ -9,13 +9,18 @@ import sqlite3
 import time
 from typing import Any
 
-from indexer import losses, safefs
-from indexer.daemon import protocol as daemon_channel
-from indexer.errors import StateDirError
-from indexer.paths import StatePaths
-from indexer.queries import changes, query
-from indexer.queries.porcelain import unwritable_reason
-from indexer.queries.query import connect_readonly, spool_lag
+from indexer import (
+    StateDirError,
+    StatePaths,
+    changes,
+    connect_readonly,
+    daemon_channel,
+    losses,
+    query,
+    safefs,
+    spool_lag,
+    unwritable_reason,
+)
 from summarizer.common.cliargs import state_paths
 
 __all__ = ["cmd_status", "daemon_info", "refuse_foreign", "status_report"]

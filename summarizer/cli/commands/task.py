@@ -10,8 +10,7 @@ from typing import Any
 
 import msgspec
 
-from indexer.config import load_config
-from indexer.errors import CtxdError
+from indexer import CtxdError, load_config
 from summarizer.common.cliargs import state_paths
 from summarizer.tasks import gitops, handoff, service
 from summarizer.tasks.env import TaskEnv

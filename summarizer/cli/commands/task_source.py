@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from indexer.queries import history
-from indexer.queries.tasks import completed_tasks, sessions_with_tasks
+from indexer import completed_tasks, history, sessions_with_tasks
 from summarizer.common.cliargs import state_paths
 from summarizer.daemon.session_jobs import catch_up_sessions
 from summarizer.resume.todos import session_todos

@@ -6,10 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from indexer.config import Config, load_config
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
-from indexer.writer.catch_up import catch_up
+from indexer import Config, CtxdError, StatePaths, catch_up, load_config
 from summarizer.common.cliargs import state_paths
 from summarizer.team.identity import identity, require_dsn
 from summarizer.team.pg import connect, driver, masked

@@ -37,10 +37,7 @@ def register(add: AddCommand) -> None:
 
 def cmd_view(args: argparse.Namespace) -> int:
     """Write the page, print its path, and open it with --open."""
-    from indexer import write_atomic
-    from indexer.config import load_config
-    from indexer.errors import CtxdError
-    from indexer.queries import history
+    from indexer import CtxdError, history, load_config, write_atomic
     from summarizer.common.cliargs import state_paths
     from summarizer.daemon.session_jobs import catch_up_sessions
     from summarizer.resume.sessions import resolve_session
@@ -91,7 +88,7 @@ def write_private(out: Path, data: bytes) -> None:
     """
     import tempfile
 
-    from indexer.errors import CtxdError
+    from indexer import CtxdError
 
     def refuse_unless_plain_file() -> None:
         try:

@@ -16,8 +16,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
+from indexer import CtxdError, StatePaths
 from summarizer.cli.setup.codex_install import (
     CodexConfigError,
     TomlChange,

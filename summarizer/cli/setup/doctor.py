@@ -10,13 +10,20 @@ import sys
 import time
 from dataclasses import asdict
 
-from indexer import loss_files, losses
-from indexer.config import Config, load_config
-from indexer.errors import CtxdError, IndexAccessError
-from indexer.paths import StatePaths
-from indexer.queries import history, query
-from indexer.queries.porcelain import unwritable_reason
-from indexer.writer.catch_up import is_locked, lag
+from indexer import (
+    Config,
+    CtxdError,
+    IndexAccessError,
+    StatePaths,
+    history,
+    is_locked,
+    lag,
+    load_config,
+    loss_files,
+    losses,
+    query,
+    unwritable_reason,
+)
 from summarizer.cli.commands.status import daemon_info
 from summarizer.cli.setup.checks import Check
 from summarizer.cli.setup.hook_checks import check_hooks, settings_files

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from indexer.config import Config
+from indexer import Config
 from summarizer.cli.setup.hook_command import is_ctxd_handler
 
 __all__ = ["recall_check"]

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from indexer.paths import StatePaths
+from indexer import StatePaths
 from summarizer.cli.setup.checks import Check
 from summarizer.cli.setup.plugin_state import enabled_plugin
 from summarizer.common.cliargs import project_root

@@ -12,8 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
+from indexer import CtxdError, StatePaths
 from summarizer.cli.setup.gitignore import (
     ensure_gitignored,
     ignore_in_git,
@@ -57,7 +56,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def _recall_on(paths: StatePaths) -> bool:
     """`[resume] recall_on_action`: PreToolUse listens before edits and commands too."""
-    from indexer.config import load_config
+    from indexer import load_config
 
     try:
         return load_config(paths.config).resume.recall_on_action

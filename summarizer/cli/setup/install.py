@@ -297,7 +297,7 @@ def _rewrite(requested: Path, dry_run: bool, change: Callable[[dict[str, Any]], 
         if backup_dir is None:
             backup.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         else:  # in the state dir, which holds no symlink ctxd follows: settings hold secrets
-            from indexer.paths import ensure_private_dir
+            from indexer import ensure_private_dir
 
             ensure_private_dir(backup_dir)
         _write_atomic(backup, raw, 0o600)

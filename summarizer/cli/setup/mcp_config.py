@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import CtxdError
+from indexer import CtxdError
 
 __all__ = ["SERVER_NAME", "McpConfigError", "mcp_server_spec", "register_mcp", "unregister_mcp"]
 

@@ -11,8 +11,7 @@ import sys
 import threading
 from types import TracebackType
 
-from indexer.paths import StatePaths
-from indexer.queries.porcelain import spool_behind
+from indexer import StatePaths, spool_behind
 
 __all__ = ["CatchUpProgress"]
 
