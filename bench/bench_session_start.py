@@ -17,8 +17,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "plugin"))
 
-from indexer import hook  # noqa: E402
+from ctxd_hook import hook  # noqa: E402
 from indexer.config import Config  # noqa: E402
 from indexer.index.store import connect  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402

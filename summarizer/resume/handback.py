@@ -211,13 +211,16 @@ def last_precompact_ns(folder: str) -> int:
     return stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else 0
 
 
-def is_repeated_compaction(state_dir: str, folder: str, session_id: str) -> bool:
+def is_repeated_compaction(
+    state_dir: str, folder: str, session_id: str, spool_newest_ns: int | None = None
+) -> bool:
     """A SessionStart(compact) repeated with no new event (a PreCompact) since the last one.
 
     Every compaction fires PreCompact first, and its hook records it in the session's own
     folder: a PreCompact after the last hand-back is a new compaction, however much other
     sessions wrote to the spool meanwhile. The spool's tail is a second witness only (an
-    event of the session seen there after the hand-back also makes it a new one).
+    event of the session seen there after the hand-back also makes it a new one;
+    `spool_newest_ns` is that event's stamp when the caller has read the tail already).
     """
     from summarizer.resume.spool_tail import newest_event_ns
 
@@ -228,4 +231,6 @@ def is_repeated_compaction(state_dir: str, folder: str, session_id: str) -> bool
     stamp = last.get("ts_ns")
     if not isinstance(stamp, int) or last_precompact_ns(folder) > stamp:
         return False
-    return newest_event_ns(os.path.join(state_dir, "spool"), session_id) <= stamp
+    if spool_newest_ns is None:
+        spool_newest_ns = newest_event_ns(os.path.join(state_dir, "spool"), session_id)
+    return spool_newest_ns <= stamp
