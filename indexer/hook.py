@@ -10,6 +10,7 @@
 # `ctxd init` installs the new path; `ctxd doctor` says when the old one is still in use.
 import os
 import runpy
+import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _FOLDERS = (
@@ -44,6 +45,9 @@ def _hook_file(name: str) -> str:
 
 if __name__ == "__main__":
     try:
-        runpy.run_path(_hook_file("run_hook.py"), run_name="__main__")
+        sys.path.append(os.path.dirname(_hook_file("hook.py")))
+        import hook  # type: ignore[import-not-found]  # by its file name: cached bytecode
+
+        hook.main()
     finally:
         os._exit(0)  # as the hook does: exit 0 always
