@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         translate_sqlite_errors,
     )
     from indexer.fileio import lines_backwards, sweep_temp_files, write_atomic
+    from indexer.hook import EARLIER_HOOK_ENTRY_POINTS, EARLIER_HOOK_MODULE
     from indexer.index.release import LARGE_PASS_LINES, malloc_trim, release_memory
     from indexer.index.store import WRITER_CACHE_KIB, StoredEntry
     from indexer.ingest.lines import IngestStats
@@ -113,6 +114,7 @@ if TYPE_CHECKING:
     from indexer.transcripts.codex_rollouts import ROLLOUT_NAME, rollout_files
     from indexer.transcripts.paths import (
         all_project_dirs,
+        codex_home,
         project_dir,
         subdirectory_dirs,
         transcript_files,
@@ -144,6 +146,7 @@ _NAMES_BY_MODULE = {
         "IndexLockedError", "IndexUnavailableError", "InvalidIdError", "StateDirError",
         "TranscriptPathError", "translate_sqlite_errors",
     ),
+    "indexer.hook": ("EARLIER_HOOK_ENTRY_POINTS", "EARLIER_HOOK_MODULE"),
     "indexer.fileio": ("lines_backwards", "sweep_temp_files", "write_atomic"),
     "indexer.index.release": ("LARGE_PASS_LINES", "malloc_trim", "release_memory"),
     "indexer.index.store": ("WRITER_CACHE_KIB", "StoredEntry"),
@@ -186,6 +189,7 @@ _NAMES_BY_MODULE = {
     "indexer.statedir": ("git_root", "state_dir"),
     "indexer.transcripts.codex_rollouts": ("ROLLOUT_NAME", "rollout_files"),
     "indexer.transcripts.paths": (
+        "codex_home",
         "all_project_dirs", "project_dir", "subdirectory_dirs", "transcript_files",
     ),
     "indexer.views.update": ("rebuild_all",),
@@ -201,6 +205,7 @@ _EXPORTS = {name: module for module, names in _NAMES_BY_MODULE.items() for name 
 
 # Query modules, exported whole: callers use them as namespaces (`history.entries(...)`).
 _MODULES = {
+    "safefs": "indexer.safefs",
     "changes": "indexer.queries.changes",
     "daemon_channel": "indexer.daemon.protocol",
     "history": "indexer.queries.history",
@@ -213,8 +218,9 @@ _MODULES = {
 }
 
 __all__ = [
-    "AGENT_COLUMNS", "AGENT_ID_RE", "AGENT_TOOLS", "EDIT_TOOLS", "ENTRY_COLUMNS", "ENTRY_KINDS",
-    "FILE_MODE", "HOOK_FAILURES", "INT64_MAX", "LARGE_PASS_LINES", "LOCK_SLICE_S", "MEMORY_KINDS",
+    "AGENT_COLUMNS", "AGENT_ID_RE", "AGENT_TOOLS", "EARLIER_HOOK_ENTRY_POINTS",
+    "EARLIER_HOOK_MODULE", "EDIT_TOOLS", "ENTRY_COLUMNS", "ENTRY_KINDS", "FILE_MODE",
+    "HOOK_FAILURES", "INT64_MAX", "LARGE_PASS_LINES", "LOCK_SLICE_S", "MEMORY_KINDS",
     "ROLLOUT_NAME", "SESSION_COLUMNS", "SOCKET_NAME", "WRITER_CACHE_KIB", "AgentRow", "Config",
     "ConfigError", "CtxdError", "Entry", "ImportStats", "IndexAccessError", "IndexBusyError",
     "IndexCorruptError", "IndexLockedError", "IndexUnavailableError", "IndexWriter", "IngestStats",
@@ -222,21 +228,22 @@ __all__ = [
     "StateDirError", "StatePaths", "StoredEntry", "SummarizerConfig", "TasksConfig",
     "TranscriptImporter", "TranscriptPathError", "active_constraint", "agent_last_run",
     "agent_listing", "agents_ended_after", "agents_of_sessions", "all_project_dirs", "append_event",
-    "bounded", "catch_up", "changes", "check_session_id", "completed_tasks", "connect_readonly",
-    "count_agent_entries", "daemon_channel", "daemon_running", "daemon_writer_lock",
-    "delete_segment", "ensure_private_dir", "extract_agent_id", "failure_body", "failure_count",
-    "flock_within", "git_root", "has_unread", "history", "import_files", "index_is_current",
-    "index_memory", "ingest_spool", "is_listening", "is_locked", "is_segment_name",
-    "is_valid_agent_id", "is_valid_session_id", "is_valid_view_name", "iso_utc", "lag",
-    "last_trigger", "lines_backwards", "load_config", "lock_is_held", "loss_files", "losses",
+    "bounded", "catch_up", "changes", "check_session_id", "codex_home", "completed_tasks",
+    "connect_readonly", "count_agent_entries", "daemon_channel", "daemon_running",
+    "daemon_writer_lock", "delete_segment", "ensure_private_dir", "extract_agent_id",
+    "failure_body", "failure_count", "flock_within", "git_root", "has_unread", "history",
+    "import_files", "index_is_current", "index_memory", "ingest_spool", "is_listening", "is_locked",
+    "is_segment_name", "is_valid_agent_id", "is_valid_session_id", "is_valid_view_name", "iso_utc",
+    "lag", "last_trigger", "lines_backwards", "load_config", "lock_is_held", "loss_files", "losses",
     "malloc_trim", "newest_active_session", "open_readonly", "open_writer", "parse_config",
     "project_dir", "prune_quarantine", "prune_spool", "purge", "query", "rebuild", "rebuild_all",
     "recall", "redact_entry", "redact_last_resort", "redact_text", "release_memory",
-    "resolve_state_paths", "rewrite_segment", "rollout_files", "search_connections", "search_index",
-    "search_query", "secret_kinds", "session_agents", "session_entries", "session_entry_count",
-    "session_of", "sessions_with_tasks", "snapshot", "spool_behind", "spool_lag", "state_dir",
-    "subdirectory_dirs", "sweep_temp_files", "transcript_files", "translate_sqlite_errors",
-    "unread_bytes", "unwritable_reason", "wait_for_daemon", "write_atomic", "writer_lock",
+    "resolve_state_paths", "rewrite_segment", "rollout_files", "safefs", "search_connections",
+    "search_index", "search_query", "secret_kinds", "session_agents", "session_entries",
+    "session_entry_count", "session_of", "sessions_with_tasks", "snapshot", "spool_behind",
+    "spool_lag", "state_dir", "subdirectory_dirs", "sweep_temp_files", "transcript_files",
+    "translate_sqlite_errors", "unread_bytes", "unwritable_reason", "wait_for_daemon",
+    "write_atomic", "writer_lock",
 ]
 
 

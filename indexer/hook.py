@@ -12,6 +12,12 @@ import os
 import runpy
 import sys
 
+# What earlier versions installed as the hook (these stand-ins run them still): the launcher
+# when it lived here, the hook run as a script, and the hook run as a module. `ctxd doctor`
+# names them, `ctxd init` replaces them.
+EARLIER_HOOK_MODULE = "indexer.hook"
+EARLIER_HOOK_ENTRY_POINTS = ("indexer/run_hook.py", "indexer/hook.py", f"-m {EARLIER_HOOK_MODULE}")
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _FOLDERS = (
     os.path.join(_HERE, os.pardir, "ctxd_hook"),  # installed: beside indexer/

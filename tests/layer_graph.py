@@ -7,7 +7,11 @@ package `indexer`. Imports are read from every module's syntax tree:
 at module level, inside functions (lazy), under `if TYPE_CHECKING:`, and in string constants that
 are code: `"from x import y"`, `"import x"`, `"-m x.y"`, `"x.y:func"` entry strings and a bare
 `"x.y"` module name (what `importlib.import_module`, a lazy-export table or a `-m` argument
-list is given). Docstrings are prose and left out; so are file paths.
+list is given). Docstrings are prose and left out; so are file paths. Two things are not
+imports: the `ctxd` command run as a process (`-m summarizer.cli.app`, or that module's name as
+data: its public command line, which any layer may run; `summarizer/common/programs.py` names
+it), and the query modules the API exports whole (`from indexer import history` imports the
+package `indexer`, whose own table loads the module).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ _IN_STRINGS = (
     re.compile(rf"\b({_PKG}(?:\.\w+)+):\w+"),  # "x.y:func", an entry point
 )
 _MODULE_NAME = re.compile(rf"{_PKG}(?:\.\w+)+")  # a string that is a dotted module name
+# The `ctxd` command's module: run as a process, never imported across layers.
+COMMAND_MODULE = "summarizer.cli.app"
 
 
 @dataclass(frozen=True)
@@ -119,15 +125,37 @@ def table_problems(root: Path, rows: list[tuple[str, ...]]) -> list[str]:
 def imports(root: Path) -> list[Import]:
     """Every import of a ctxd module by another one (lazy ones and those in strings included)."""
     mods = modules(root)
+    whole = _exported_whole(root)
     found = []
     for importer, path in mods.items():
         tree = ast.parse((root / path).read_text(encoding="utf-8"), path)
         package = importer if path.endswith("__init__.py") else importer.rpartition(".")[0]
         for line, name, attr, how in _named(tree, package):
-            target = _resolve(name, attr, mods)
+            if how == "string" and name == COMMAND_MODULE and not attr:
+                continue  # the command run as a process (`-m`, argv data), not imported
+            outside = not _within(importer, INDEXER_API)
+            exported_whole = outside and (name, attr) in whole
+            target = INDEXER_API if exported_whole else _resolve(name, attr, mods)
             if target and target != importer:
                 found.append(Import(importer, target, path, line, how))
     return list(dict.fromkeys(found))  # `from x import a, b` once
+
+
+def _exported_whole(root: Path) -> set[tuple[str, str]]:
+    """(`indexer`, name) for each module the indexer's API exports whole (its `_MODULES`)."""
+    tree = ast.parse((root / PACKAGES[INDEXER_API] / "__init__.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "_MODULES" for t in node.targets)
+            and isinstance(node.value, ast.Dict)
+        ):
+            return {
+                (INDEXER_API, k.value)
+                for k in node.value.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
+    return set()
 
 
 def _named(tree: ast.Module, package: str) -> Iterator[tuple[int, str, str, str]]:

@@ -113,8 +113,8 @@ _CASES = {
     ),
     "summarizer/handoff/dash_m.py": (
         "import subprocess, sys\n"
-        "subprocess.run([sys.executable, '-m', 'summarizer.cli.app', 'run'])\n",
-        "summarizer.cli.app",
+        "subprocess.run([sys.executable, '-m', 'summarizer.daemon.prebuild', 'x'])\n",
+        "summarizer.daemon.prebuild",
     ),
     "summarizer/tasks/entry.py": (
         "HANDLER = 'summarizer.cli.commands.task:cmd_task'\n",
@@ -147,6 +147,20 @@ def test_the_check_finds_a_forbidden_import(tmp_path: Path, where: str) -> None:
     (root / where).write_text(f'"""A forbidden import."""\n\n{source}', encoding="utf-8")
     found = {(i.path, i.target) for _, i in layer_graph.violations(root, _rows())}
     assert (where, target) in found
+
+
+def test_the_command_run_as_a_process_is_no_import_but_its_code_is(tmp_path: Path) -> None:
+    # `python -m summarizer.cli.app run` uses the command line, which any layer may run (the
+    # daemon's autostart does); a string that imports the command's code is an upward import.
+    root = _copy_of_the_tree(tmp_path)
+    (root / "summarizer/resume/launch.py").write_text(
+        '"""Launches."""\n\nimport sys\n\n'
+        "RUN = [sys.executable, '-m', 'summarizer.cli.app', 'run']\n"
+        "CODE = 'from summarizer.cli.app import main; main()'\n",
+        encoding="utf-8",
+    )
+    found = [i for _, i in layer_graph.violations(root, _rows()) if i.path.endswith("launch.py")]
+    assert [(i.target, i.line) for i in found] == [("summarizer.cli.app", 6)]
 
 
 def test_the_check_reads_no_import_in_a_docstring(tmp_path: Path) -> None:
@@ -192,9 +206,13 @@ def test_the_table_check_finds_a_folder_with_no_row(tmp_path: Path) -> None:
 def test_lazy_exports_are_complete_and_resolve(package: str) -> None:
     module = importlib.import_module(package)
     exported = set(module.__all__)
-    assert exported == set(module._EXPORTS), "every export is listed in __all__ and vice versa"
+    whole = getattr(module, "_MODULES", {})  # modules exported whole (indexer's query modules)
+    assert not set(module._EXPORTS) & set(whole)
+    assert exported == set(module._EXPORTS) | set(whole), "every export is in __all__ and back"
     for name in module.__all__:
         assert getattr(module, name) is not None
+    for name, dotted in whole.items():
+        assert getattr(module, name) is importlib.import_module(dotted)
 
 
 def test_importing_the_packages_loads_no_heavy_module() -> None:

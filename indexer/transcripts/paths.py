@@ -181,3 +181,9 @@ def transcript_files(paths: list[Path], state_root: Path | None = None) -> list[
                     if not full.is_symlink():
                         found.setdefault(str(full), full)
     return sorted(found.values(), key=lambda p: ("subagents" in p.parts, str(p)))
+
+
+def codex_home(environ: Mapping[str, str]) -> Path:
+    """Codex CLI's home folder (its hooks, config and rollouts): $CODEX_HOME, else ~/.codex."""
+    home = environ.get("CODEX_HOME", "")
+    return Path(os.path.abspath(home)) if home else Path.home() / ".codex"

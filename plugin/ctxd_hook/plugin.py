@@ -31,14 +31,17 @@ _TIMEOUT_S = 4.0
 # Given its packages' folder, the installed interpreter starts without site (-S), which costs
 # more than the interpreter's own start: the hook loads site itself for the events that need
 # third-party packages (answers._importable_summarizer), not for SubagentStart, which waits.
-# A ctxd installed before the hook became a package of its own answers through indexer.hook.
+# A ctxd installed before the hook became a package of its own answers through its
+# indexer/hook.py, run by its path (what that version installed as the hook).
 _RESPOND = (
     "import sys\n"
     "sys.path.extend(sys.argv[2:])\n"
     "try:\n"
     "    from ctxd_hook.hook import respond\n"
     "except ImportError:\n"
-    "    from indexer.hook import respond\n"
+    "    import os, runpy, indexer\n"
+    "    earlier = os.path.join(os.path.dirname(indexer.__file__), 'hook.py')\n"
+    "    respond = runpy.run_path(earlier)['respond']\n"
     "respond(sys.stdin.buffer.read(), sys.argv[1])\n"
 )
 

@@ -6,8 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from indexer import ROLLOUT_NAME, TranscriptPathError, rollout_files, transcript_files
-from summarizer.cli.setup.codex_install import codex_home
+from indexer import ROLLOUT_NAME, TranscriptPathError, codex_home, rollout_files, transcript_files
 
 __all__ = ["codex_sources"]
 

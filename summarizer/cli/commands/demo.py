@@ -14,7 +14,7 @@ from pathlib import Path
 
 from indexer import CtxdError, StatePaths, catch_up, history, query
 from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session
-from summarizer.cli.setup.hook_command import hook_launcher
+from summarizer.common.programs import command_argv, hook_launcher
 
 PACKAGES = Path(__file__).resolve().parents[2]  # the folder holding indexer/ and summarizer/
 # Every step is a process of its own with a deadline: a step that does not finish has failed,
@@ -136,7 +136,7 @@ def _step(paths: StatePaths, argv: list[str]) -> str:
     """Run `ctxd <argv>` on the demo's state dir as its own process; print what it prints."""
     print(f"\n$ ctxd {' '.join(argv)}")
     sys.stdout.flush()
-    command = [sys.executable, "-m", "summarizer.cli.app", *argv, "--state-dir", str(paths.root)]
+    command = command_argv(*argv, "--state-dir", str(paths.root))
     try:
         done = subprocess.run(
             command, env=_env(), capture_output=True, text=True, timeout=STEP_TIMEOUT_S, check=False

@@ -11,7 +11,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from summarizer.cli.setup.codex_install import EVENTS, FEATURE, codex_home, our_trust
+from indexer import codex_home
+from summarizer.cli.setup.codex_install import EVENTS, FEATURE, our_trust
 
 __all__ = ["codex_check"]
 

@@ -16,11 +16,10 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from indexer import CtxdError, StatePaths
+from indexer import CtxdError, StatePaths, codex_home
 from summarizer.cli.setup.codex_install import (
     CodexConfigError,
     TomlChange,
-    codex_home,
     install_hooks,
     uninstall_hooks,
     update_config,

@@ -36,7 +36,6 @@ __all__ = [
     "FEATURE",
     "CodexConfigError",
     "TomlChange",
-    "codex_home",
     "codex_spec",
     "hook_line",
     "install_hooks",
@@ -68,12 +67,6 @@ _HOST_ARGS = ("--host", "codex")
 
 class CodexConfigError(ValueError):
     """Codex's config.toml cannot be read or changed as ctxd needs (the message says why)."""
-
-
-def codex_home(environ: Mapping[str, str]) -> Path:
-    """Codex's home folder: $CODEX_HOME, else ~/.codex."""
-    home = environ.get("CODEX_HOME", "")
-    return Path(os.path.abspath(home)) if home else Path.home() / ".codex"
 
 
 def hook_line(command: HookCommand) -> str:

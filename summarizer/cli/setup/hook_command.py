@@ -7,11 +7,13 @@ script, or what an earlier version installed.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from dataclasses import dataclass
 from typing import Any
+
+from indexer import EARLIER_HOOK_ENTRY_POINTS, EARLIER_HOOK_MODULE
+from summarizer.common.programs import hook_launcher
 
 __all__ = [
     "EARLIER_ENTRY_POINTS",
@@ -19,7 +21,6 @@ __all__ = [
     "HookCommand",
     "default_hook_command",
     "handler_entry_point",
-    "hook_launcher",
     "is_ctxd_handler",
 ]
 
@@ -46,22 +47,6 @@ def default_hook_command() -> HookCommand:
     return HookCommand((os.path.abspath(sys.executable), "-I", "-S", hook_launcher()))
 
 
-def hook_launcher() -> str:
-    """The hook's launcher of this installation, `…/ctxd_hook/run_hook.py`.
-
-    The package is found, not imported: the hook sits above the command line in ctxd's order
-    of layers, and only its path is wanted here.
-    """
-    found = importlib.util.find_spec("ctxd_hook")
-    folders = list(found.submodule_search_locations or []) if found is not None else []
-    if not folders or not os.path.isfile(os.path.join(folders[0], "run_hook.py")):
-        raise RuntimeError(
-            "ctxd_hook is not installed: reinstall ctxd from its checkout "
-            f"({sys.executable} -m pip install --force-reinstall /path/to/your/ctxd/checkout)"
-        )
-    return os.path.abspath(os.path.join(folders[0], "run_hook.py"))
-
-
 def is_ctxd_handler(handler: dict[str, Any]) -> bool:
     """True for a command handler that runs ctxd-hook, `…/ctxd_hook/run_hook.py`, or what
     earlier versions installed (`…/indexer/run_hook.py`, `…/indexer/hook.py`, `-m indexer.hook`).
@@ -74,7 +59,7 @@ def is_ctxd_handler(handler: dict[str, Any]) -> bool:
 
 def handler_entry_point(handler: dict[str, Any]) -> str:
     """Which of ctxd's entry points a command handler runs (one of ENTRY_POINTS, or
-    "-m indexer.hook"); "" if none."""
+    `-m indexer.hook`); "" if none."""
     if not isinstance(handler, dict) or handler.get("type") != "command":
         return ""
     command, args = handler.get("command"), handler.get("args")
@@ -83,15 +68,15 @@ def handler_entry_point(handler: dict[str, Any]) -> str:
         words.append(command.split()[-1])  # shell form: the script is the last word
     if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
         words.append(args[-1])
-        if any(args[i : i + 2] == ["-m", "indexer.hook"] for i in range(len(args))):
-            return "-m indexer.hook"
+        if any(args[i : i + 2] == ["-m", EARLIER_HOOK_MODULE] for i in range(len(args))):
+            return f"-m {EARLIER_HOOK_MODULE}"
     return next((e for w in words if (e := _entry_point(w))), "")
 
 
 # What ctxd installs, then what earlier versions installed: the launcher when it lived in the
 # indexer package, and before it the hook run as a script. Both still record (stand-ins at
 # those paths run the hook from its new place); `ctxd init` replaces them, `ctxd doctor` warns.
-EARLIER_ENTRY_POINTS = ("indexer/run_hook.py", "indexer/hook.py", "-m indexer.hook")
+EARLIER_ENTRY_POINTS = EARLIER_HOOK_ENTRY_POINTS
 
 
 ENTRY_POINTS = ("ctxd-hook", "ctxd_hook/run_hook.py", *EARLIER_ENTRY_POINTS[:2])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer import CtxdError
+from summarizer.common.programs import COMMAND_MODULE
 
 __all__ = ["SERVER_NAME", "McpConfigError", "mcp_server_spec", "register_mcp", "unregister_mcp"]
 
@@ -33,7 +34,7 @@ def mcp_server_spec(portable: bool = False) -> dict[str, Any]:
     return {
         "type": "stdio",
         "command": os.path.abspath(sys.executable),
-        "args": ["-m", "summarizer.cli.app", "mcp"],
+        "args": ["-m", COMMAND_MODULE, "mcp"],
     }
 
 
@@ -43,7 +44,7 @@ def is_ours(entry: object) -> bool:
         return False
     words = [str(entry.get("command", "")), *(str(a) for a in entry.get("args") or [])]
     return words[-1:] == ["mcp"] and any(
-        w == "summarizer.cli.app" or w.endswith("/ctxd") or w == "ctxd" for w in words
+        w == COMMAND_MODULE or w.endswith("/ctxd") or w == "ctxd" for w in words
     )
 
 
