@@ -25,7 +25,8 @@ from indexer import malloc_trim, release_memory
 from indexer.queries import history
 from summarizer.daemon.run_events import RunEvents
 from summarizer.daemon.waiters import Waiters
-from summarizer.memory import hooks
+from summarizer.memory.hooks import AfterCompaction
+from summarizer.resume.writer import refresh_after_compaction
 
 if TYPE_CHECKING:
     from indexer import IngestStats
@@ -33,9 +34,6 @@ if TYPE_CHECKING:
     from summarizer.daemon.host import DaemonHost as Daemon
 
 log = logging.getLogger("ctxd.jobs")
-
-# The one list (tests and the resume feature reach it here).
-AFTER_COMPACTION = hooks.AFTER_COMPACTION
 
 JOB_ID = "compact"
 RELEASE_JOB_ID = "release-tokenizer"
@@ -65,6 +63,8 @@ class CompactionJobs:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
         self.config = daemon.config
+        # Called after each of this daemon's compactions (scheduled, triggered or requested).
+        self.after_compaction: list[AfterCompaction] = [refresh_after_compaction]
         self.scheduler: Any = None
         self.runs = 0
         self.skipped = 0  # interval runs skipped: nothing new to compact
@@ -306,6 +306,7 @@ class CompactionJobs:
             trigger=trigger,
             lock=self.daemon.index_lock,
             should_stop=self.daemon.stopping.is_set,
+            after=self.after_compaction,
         )
         self.runs += 1
 
