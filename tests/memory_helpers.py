@@ -134,9 +134,10 @@ def dump_memory(conn: sqlite3.Connection) -> dict[str, Any]:
     return out
 
 
-def jobs_beside_a_writer(state_dir: Path, stack: Any) -> tuple[Any, Any]:
+def jobs_beside_a_writer(state_dir: Path, stack: Any, *after: Any) -> tuple[Any, Any]:
     """A daemon's compaction jobs started beside a writer the test holds (closed by `stack`),
-    with one prompt indexed; the interval is an hour, so only requests start runs."""
+    with one prompt indexed; the interval is an hour, so only requests start runs. `after` is
+    called after each compaction, besides the daemon's own callbacks."""
     from indexer.config import Config, SummarizerConfig
     from indexer.writer.catch_up import open_writer, writer_lock
     from summarizer.daemon import jobs
@@ -151,7 +152,9 @@ def jobs_beside_a_writer(state_dir: Path, stack: Any) -> tuple[Any, Any]:
     stack.callback(daemon.writer.conn.close)
     daemon.writer.start()
     daemon.writer.pass_once()
-    started = jobs.start_jobs(daemon)
+    started = jobs.CompactionJobs(daemon)
+    started.after_compaction.extend(after)
+    started.start()
     stack.callback(started.stop)
     stack.callback(daemon.stopping.set)
     return daemon, started

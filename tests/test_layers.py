@@ -283,7 +283,7 @@ def test_every_summarizer_module_lives_in_a_job_folder() -> None:
     loose = sorted(
         p.name
         for p in (REPO / "summarizer").glob("*.py")
-        if p.name not in ("__init__.py", "emit.py")
+        if p.name not in ("__init__.py", "emit.py", "agent.py")  # the public names
     )
     assert not loose, f"modules outside the job folders: {loose}"
 

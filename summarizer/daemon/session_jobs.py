@@ -111,7 +111,6 @@ def attach(daemon: Daemon) -> None:
 
     task_jobs.attach(daemon)
     team_job.start_team_shipping(daemon)  # when a team database is configured
-    resume.register_after_compaction()
 
 
 def catch_up_sessions(paths: StatePaths, config: Config | None = None) -> str:

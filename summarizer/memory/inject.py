@@ -11,6 +11,7 @@ from typing import Any
 from indexer import Config, CtxdError, StatePaths, history, lag, load_config
 from indexer import state_dir as resolve_state_dir
 from summarizer.common.tokens import get_counter
+from summarizer.memory.hooks import AfterCompaction
 from summarizer.memory.inject_cache import (
     current_watermark,
     empty_injection,
@@ -55,6 +56,8 @@ class ContextAgent:
 
     `project_root` is the orchestrated project; its state directory is found like the hooks
     find it ($CTXD_HOME, else <project_root>/.ctxd), or given as `state_dir`.
+    `after_compaction` runs after each compaction it does in process (the public
+    `summarizer.ContextAgent` passes the session notes' refresh).
     """
 
     def __init__(
@@ -63,9 +66,11 @@ class ContextAgent:
         *,
         state_dir: str | os.PathLike[str] | None = None,
         refresh: bool = True,
+        after_compaction: Sequence[AfterCompaction] = (),
     ) -> None:
         self.paths = _state_paths(project_root, state_dir)
         self.refresh = refresh
+        self.after_compaction = tuple(after_compaction)
 
     def _config(self) -> Config:
         return load_config(self.paths.config)
@@ -134,6 +139,7 @@ class ContextAgent:
                 config,
                 trigger="inject",
                 wait_s=min(5.0, config.summarizer.request_timeout_s),
+                after=self.after_compaction,
             )
         except Exception as e:  # stale context is better than none
             log.warning("could not refresh the memory before injecting: %s", e)
@@ -145,7 +151,12 @@ class ContextAgent:
         from summarizer.memory.compact import compact_now
 
         try:
-            result = compact_now(self.paths, self._config(), trigger=trigger or "manual")
+            result = compact_now(
+                self.paths,
+                self._config(),
+                trigger=trigger or "manual",
+                after=self.after_compaction,
+            )
         except Exception as e:
             log.warning("summarize failed: %s", e, exc_info=True)
             return {
@@ -171,7 +182,12 @@ class ContextAgent:
 
 
 def injection_for_cli(
-    paths: StatePaths, feature_id: str | None, budget: int | None, key: str
+    paths: StatePaths,
+    feature_id: str | None,
+    budget: int | None,
+    key: str,
+    *,
+    after_compaction: Sequence[AfterCompaction] = (),
 ) -> dict[str, Any]:
     """`ctxd inject`'s slow path: catch up and compact first (I12), compute the injection and
     keep it under `key` when the memory did not move meanwhile."""
@@ -179,7 +195,7 @@ def injection_for_cli(
 
     config = load_config(paths.config)
     if paths.root.is_dir():
-        compact_now(paths, config, trigger="inject")
+        compact_now(paths, config, trigger="inject", after=after_compaction)
     before = current_watermark(paths)
     agent = ContextAgent(state_dir=paths.root, refresh=False)
     tokens = budget if budget is not None else config.summarizer.injection_budget
@@ -189,5 +205,3 @@ def injection_for_cli(
     if before is not None and current_watermark(paths) == before:
         remember_injection(paths, key, before, injection)
     return injection
-
-

@@ -14,7 +14,6 @@ import msgspec
 
 from indexer import Config, StatePaths, check_session_id, ensure_private_dir, query, write_atomic
 from summarizer.common.models import Memory
-from summarizer.memory import hooks as compaction_hooks
 from summarizer.resume.files import (
     CONSUMED_FILE,
     CONTEXT_FILE,
@@ -52,7 +51,6 @@ __all__ = [
     "read_state",
     "refresh_after_compaction",
     "refresh_states",
-    "register_after_compaction",
     "running_summary_text",
     "update_session",
     "write_resume",
@@ -204,7 +202,7 @@ def read_state(paths: StatePaths, session_id: str) -> dict[str, Any] | None:
 
 
 def refresh_states(conn: sqlite3.Connection, paths: StatePaths, config: Config) -> int:
-    """AFTER_COMPACTION job: rewrite the states of recently active sessions with new events.
+    """After a compaction: rewrite the states of recently active sessions with new events.
 
     A session whose newest event (SessionStart aside) is already covered is left alone, so a
     consumed context is not re-armed until something new happens in the session.
@@ -225,18 +223,9 @@ def refresh_states(conn: sqlite3.Connection, paths: StatePaths, config: Config) 
 
 
 def refresh_after_compaction(conn: sqlite3.Connection, paths: StatePaths, config: Config) -> None:
-    """The after-compaction hook (summarizer.memory.hooks): refresh_states after each compaction."""
-    refresh_states(conn, paths, config)
+    """The resume feature's after-compaction callback: refresh_states.
 
-
-def register_after_compaction() -> None:
-    """Add refresh_after_compaction to the after-compaction hooks (once).
-
-    Runs when this module is imported: the compaction imports it in every process (daemon,
-    `ctxd compact`, `ctxd inject`, ContextAgent), so the resume states are always refreshed.
+    Of the shape summarizer.memory.hooks.AfterCompaction; whoever runs a compaction passes it
+    (the daemon's jobs, the CLI's commands, the public ContextAgent), nothing registers it.
     """
-    if refresh_after_compaction not in compaction_hooks.AFTER_COMPACTION:
-        compaction_hooks.AFTER_COMPACTION.append(refresh_after_compaction)
-
-
-register_after_compaction()
+    refresh_states(conn, paths, config)

@@ -163,8 +163,11 @@ def current_connection(
         return search_connections.open_readonly(paths.index_db)
     from indexer import load_config  # only now: the catch-up loads msgspec and more
     from summarizer.memory.compact import compact_now
+    from summarizer.resume.writer import refresh_after_compaction
 
-    compact_now(paths, load_config(paths.config), trigger="search")
+    compact_now(
+        paths, load_config(paths.config), trigger="search", after=[refresh_after_compaction]
+    )
     conn = search_connections.open_readonly(paths.index_db)
     if conn is not None and not search_index.has_search(conn):
         conn.close()

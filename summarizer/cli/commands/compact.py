@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from summarizer.memory.compact import compact_now
+from summarizer.resume.writer import refresh_after_compaction
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
@@ -13,7 +14,9 @@ def cmd_compact(args: argparse.Namespace) -> int:
     from summarizer.common.cliargs import state_paths
 
     paths = state_paths(args)
-    result = compact_now(paths, load_config(paths.config), trigger="manual")
+    result = compact_now(
+        paths, load_config(paths.config), trigger="manual", after=[refresh_after_compaction]
+    )
     if result.by_daemon:
         who = "the daemon compacted"
     else:

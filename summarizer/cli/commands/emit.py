@@ -63,9 +63,12 @@ def _check_revocable(paths: StatePaths, ref: str) -> None:
     from indexer import active_constraint, load_config, open_readonly
     from summarizer.common.text import text_key
     from summarizer.memory.compact import compact_now
+    from summarizer.resume.writer import refresh_after_compaction
 
     if paths.root.is_dir():
-        compact_now(paths, load_config(paths.config), trigger="manual")
+        compact_now(
+            paths, load_config(paths.config), trigger="manual", after=[refresh_after_compaction]
+        )
     conn = open_readonly(paths.index_db)
     found = None
     if conn is not None:

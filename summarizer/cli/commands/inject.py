@@ -33,8 +33,11 @@ def cmd_inject(args: argparse.Namespace) -> int:
         injection = cached_injection(paths, key, watermark)
     if injection is None:
         from summarizer.memory.inject import injection_for_cli  # tiktoken and the catch-up code
+        from summarizer.resume.writer import refresh_after_compaction
 
-        injection = injection_for_cli(paths, args.feature_id, args.budget, key)
+        injection = injection_for_cli(
+            paths, args.feature_id, args.budget, key, after_compaction=[refresh_after_compaction]
+        )
     if args.format == "markdown":
         if injection["tokenCount"]:
             sys.stdout.write(render_injection(injection).strip("\n") + "\n")

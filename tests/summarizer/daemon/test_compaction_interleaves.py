@@ -14,40 +14,36 @@ from memory_helpers import jobs_beside_a_writer, prompt, spool
 from indexer.index import store
 from indexer.index.transactions import transaction
 from indexer.retention import purge
-from summarizer.daemon import jobs
 from summarizer.memory import store as memory_store
 
 
-def test_an_ingest_pass_completes_while_a_compaction_runs_its_after_compaction_hooks(
+def test_an_ingest_pass_completes_while_a_compaction_runs_its_after_compaction_callbacks(
     tmp_path: Path,
 ) -> None:
     entered, release = threading.Event(), threading.Event()
     seen: list[int] = []
 
     def held(conn: Any, *_: Any) -> None:
-        # The hooks read the index and tokenize (the resume states); held here by an event.
+        # The callbacks read the index and tokenize (the resume states); held here by an event.
         seen.append(store.max_entry_id(conn))
         entered.set()
         release.wait(30)
 
-    jobs.AFTER_COMPACTION.append(held)
-    try:
-        with ExitStack() as stack:
-            _run(tmp_path, stack, entered, release, seen)
-    finally:
-        jobs.AFTER_COMPACTION.remove(held)
+    with ExitStack() as stack:
+        _run(tmp_path, stack, held, entered, release, seen)
 
 
 def _run(
     tmp_path: Path,
     stack: ExitStack,
+    held: Any,
     entered: threading.Event,
     release: threading.Event,
     seen: list[int],
 ) -> None:
-    daemon, started = jobs_beside_a_writer(tmp_path / "state", stack)
+    daemon, started = jobs_beside_a_writer(tmp_path / "state", stack, held)
     stack.callback(release.set)  # first thing on the way out: the run can end
-    assert entered.wait(10)  # the startup run is inside its hooks now
+    assert entered.wait(10)  # the startup run is inside its callbacks now
     spool(daemon.paths.root, [prompt("Always run the linter.")])
     passed = threading.Event()
 
