@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add(
         "run",
-        "summarizer.daemon.service:cmd_run",
+        "summarizer.daemon.run:cmd_run",
         "run the daemon in the foreground (ingest, views, scheduled jobs)",
     )
     add(
