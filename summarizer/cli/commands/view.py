@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,15 +87,11 @@ def write_private(out: Path, data: bytes) -> None:
     """
     import tempfile
 
-    from indexer import CtxdError
+    from indexer import CtxdError, safefs
 
     def refuse_unless_plain_file() -> None:
-        try:
-            mode = os.lstat(out).st_mode
-        except FileNotFoundError:
-            return
-        if not stat.S_ISREG(mode):
-            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+        kind = safefs.unplain_kind(out)
+        if kind:
             raise CtxdError(
                 f"{out} is {kind}: ctxd writes the page only to a plain file; name the real "
                 "file (or a new one) with -o"
