@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from summarizer.cli.commands.readonly_state import note_unindexed
 from summarizer.common.cliargs import state_paths
@@ -39,16 +41,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             hits = search(conn, text, filters, mark=mark)
         finally:
             conn.close()
-    if args.json:
-        print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
-        return 0
-    if not hits:
-        print(f"no matches for {text!r}", file=sys.stderr)
-        return 0
-    for h in hits:
-        snippet = " ".join(h.snippet.split())
-        print(f"{h.time}  {h.kind:<10} {h.session_id[:8]}  {h.agent_id or '-'}\n    {snippet}")
-    return 0
+    return _print_hits(args, hits, f"no matches for {text!r}", lambda h: "")
 
 
 def _team_search(
@@ -67,16 +60,23 @@ def _team_search(
         hits = team_search(conn, project, text, filters, now_ns=time.time_ns(), mark=mark)
     finally:
         conn.close()
+    nothing = f"no matches for {text!r} in the team store (project {project})"
+    return _print_hits(args, hits, nothing, lambda h: f"  {h.user}@{h.machine}")
+
+
+def _print_hits(
+    args: argparse.Namespace, hits: Sequence[Any], nothing: str, where: Callable[[Any], str]
+) -> int:
+    """The hits as JSON (`--json`) or one line each with its snippet below; `where` adds to a
+    hit's line (who and which machine, for the team store's)."""
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
         return 0
     if not hits:
-        print(f"no matches for {text!r} in the team store (project {project})", file=sys.stderr)
+        print(nothing, file=sys.stderr)
         return 0
     for h in hits:
         snippet = " ".join(h.snippet.split())
-        print(
-            f"{h.time}  {h.kind:<10} {h.session_id[:8]}  {h.agent_id or '-'}  "
-            f"{h.user}@{h.machine}\n    {snippet}"
-        )
+        line = f"{h.time}  {h.kind:<10} {h.session_id[:8]}  {h.agent_id or '-'}{where(h)}"
+        print(f"{line}\n    {snippet}")
     return 0
