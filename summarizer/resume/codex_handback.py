@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from summarizer.resume.handback import NOTES_HEAD, LiveContext, read_back_to
-from summarizer.resume.spool_tail import TAIL_BYTES, read_tail
+from summarizer.resume.spool_tail import event_name, session_lines
 
 __all__ = [
     "CODEX_MAX_CONTEXT_BYTES",
@@ -35,8 +35,6 @@ COMPACT_FOLLOWS = (
 )
 _COMPACTED = b'"type":"compacted"'
 _NOTES = b'"text":"' + NOTES_HEAD.encode()
-_HEAD = b'{"ctxd":1,"ts_ns":'
-_EVENT_KEY = b'"hook_event_name"'
 
 
 def cap_bytes(text: str, max_bytes: int = CODEX_MAX_CONTEXT_BYTES) -> str:
@@ -58,31 +56,9 @@ def live_context(rollout_path: object) -> LiveContext | None:
 def compaction_just_ran(state_dir: str, session_id: str) -> bool:
     """Whether the session's newest spooled event, SessionStarts aside, is a PostCompact: the
     compaction's own SessionStart "compact" is about to hand the notes back."""
-    spool = os.path.join(state_dir, "spool")
-    try:
-        names = sorted(n for n in os.listdir(spool) if n.endswith(".jsonl"))
-    except OSError:
-        return False
-    needle = session_id.encode()
-    budget = TAIL_BYTES
-    for name in reversed(names):
-        if budget <= 0:
-            break
-        data, budget = read_tail(os.path.join(spool, name), budget)
-        for line in reversed(data.split(b"\n")):
-            if needle not in line or not line.startswith(_HEAD):
-                continue
-            event = _event_name(line)
+    for lines in session_lines(os.path.join(state_dir, "spool"), session_id):
+        for line in lines:
+            event = event_name(line)
             if event != b"SessionStart":
                 return event == b"PostCompact"
     return False
-
-
-def _event_name(line: bytes) -> bytes:
-    # An unescaped `"hook_event_name"` can only be a key: inside a string its quotes are escaped.
-    i = line.find(_EVENT_KEY)
-    if i < 0:
-        return b""
-    i = line.find(b'"', line.find(b":", i + len(_EVENT_KEY)) + 1)
-    j = line.find(b'"', i + 1)
-    return line[i + 1 : j] if 0 <= i < j else b""
