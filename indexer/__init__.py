@@ -119,8 +119,8 @@ if TYPE_CHECKING:
         subdirectory_dirs,
         transcript_files,
     )
+    from indexer.views.entry_lines import iso_utc
     from indexer.views.update import rebuild_all
-    from indexer.views.writer import iso_utc
     from indexer.writer.catch_up import (
         LOCK_SLICE_S,
         IndexWriter,
@@ -192,8 +192,8 @@ _NAMES_BY_MODULE = {
         "codex_home",
         "all_project_dirs", "project_dir", "subdirectory_dirs", "transcript_files",
     ),
+    "indexer.views.entry_lines": ("iso_utc",),
     "indexer.views.update": ("rebuild_all",),
-    "indexer.views.writer": ("iso_utc",),
     "indexer.writer.catch_up": (
         "LOCK_SLICE_S", "IndexWriter", "catch_up", "daemon_running", "daemon_writer_lock",
         "ingest_spool", "is_locked", "lag", "open_writer", "wait_for_daemon", "writer_lock",

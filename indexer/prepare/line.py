@@ -32,8 +32,8 @@ _PAYLOAD = msgspec.json.Decoder(HookPayload)
 # An event's raw JSON, for its quarantine: a spool line's bytes as read, or (an imported event,
 # which has no such bytes) a function that makes them on that rare path.
 EventSource = msgspec.Raw | Callable[[], bytes]
-# The quarantine keeps at most the start of a bad line (see ingest.quarantine_raw): a longer
-# prefix would never be read, and a worker process would only copy it across.
+# The quarantine keeps at most the start of a bad line (see ingest.batch_store.quarantine_raw):
+# a longer prefix would never be read, and a worker process would only copy it across.
 QUARANTINE_SCAN_BYTES = 1 << 16
 
 

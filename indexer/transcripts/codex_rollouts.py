@@ -23,7 +23,7 @@ from indexer.models import HookPayload
 from indexer.prepare.codex_outcomes import ROLLOUT_NAME
 from indexer.prepare.codex_payloads import adapt, is_shell_tool, output_exit_code, shell_command
 from indexer.statedir import state_dir
-from indexer.transcripts.records import ImportedEvent, RecordError, event_ts_ns
+from indexer.transcripts.imported import ImportedEvent, RecordError, event_ts_ns
 
 __all__ = ["ROLLOUT_NAME", "CodexConverter", "codex_rollouts", "rollout_files"]
 

@@ -9,7 +9,7 @@ import msgspec
 
 from indexer.models import Entry, HookPayload
 from indexer.spool.tailer import FileState
-from indexer.transcripts.records import IMPORT_PID
+from indexer.transcripts.imported import IMPORT_PID
 
 # Imported transcript files are numbered below zero in `entries.file_id` and `quarantine`,
 # so that they never share a number with a spool segment.
@@ -114,7 +114,7 @@ def separate_keys(
     already holds, in the index or earlier in `pending`, moved to the next free ts_ns.
 
     An imported event's ts_ns is its record's millisecond plus 20 bits of a hash of the
-    record (transcript_records.event_ts_ns), so two events of one millisecond share it about
+    record (transcripts.imported.event_ts_ns), so two events of one millisecond share it about
     once in a million; the index's unique key would then drop the second as a duplicate. The
     same event again (a record read from a second file) keeps its key and is dropped as one.
     """
@@ -195,7 +195,7 @@ def drop_known_events(
 
 def _is_known(conn: sqlite3.Connection, e: Entry, window: int) -> bool:
     # Only an event from the other source matches (imported events have pid 0, see
-    # transcript_records.IMPORT_PID): two equal prompts from one source are two prompts.
+    # transcripts.imported.IMPORT_PID): two equal prompts from one source are two prompts.
     other_source = "pid<>0" if e.pid == 0 else "pid=0"
     row = conn.execute(
         "SELECT 1 FROM entries WHERE session_id=? AND hook_event=? AND tool_key IS NULL"

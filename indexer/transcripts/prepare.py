@@ -14,7 +14,7 @@ import msgspec
 
 from indexer.config import IngestConfig
 from indexer.prepare.line import Prepared, failed, oversize_error, prepare_event, quarantined
-from indexer.transcripts.records import IMPORT_PID, ImportedEvent, RecordError
+from indexer.transcripts.imported import IMPORT_PID, ImportedEvent, RecordError
 
 __all__ = ["ORPHAN_LINES", "Converted", "LineConverter", "prepare_transcript_lines"]
 

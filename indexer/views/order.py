@@ -18,13 +18,8 @@ from collections.abc import Iterator
 
 from indexer.index import store
 from indexer.index.store import ENTRY_COLUMNS, StoredEntry, row_to_entry
-from indexer.views.writer import (
-    INSTRUCTION_EVENTS,
-    ViewWriter,
-    encode_line,
-    iso_utc,
-    view_keys,
-)
+from indexer.views.entry_lines import INSTRUCTION_EVENTS, encode_line, iso_utc, view_keys
+from indexer.views.writer import ViewWriter
 
 __all__ = ["note", "pending", "sort_views", "sorted_entries"]
 

@@ -18,14 +18,13 @@ from indexer.index.transactions import transaction
 from indexer.paths import StatePaths
 from indexer.views import order as view_order
 from indexer.views import rebuild as view_rebuild
-from indexer.views.writer import (
+from indexer.views.entry_lines import (
     AGENT_INSTRUCTIONS,
     ALL_AGENT_INSTRUCTIONS,
-    ViewWriter,
-    append_after,
     iso_utc,
     view_files,
 )
+from indexer.views.writer import ViewWriter, append_after
 
 __all__ = [
     "AGENT_INSTRUCTIONS",

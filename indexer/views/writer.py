@@ -6,99 +6,28 @@ import errno
 import logging
 import os
 import sqlite3
-import time
 from collections.abc import Iterable
 from pathlib import Path
-
-import msgspec
 
 from indexer import safefs
 from indexer.errors import StateDirError
 from indexer.fileio import write_all, write_atomic
 from indexer.index import store
 from indexer.index.store import StoredEntry
-from indexer.models import Entry, ViewLine
-from indexer.paths import FILE_MODE, StatePaths, check_session_id, is_valid_view_name
+from indexer.paths import FILE_MODE, StatePaths, check_session_id
+from indexer.views.entry_lines import (
+    INSTRUCTION_EVENTS,
+    ViewKey,
+    encode_line,
+    view_keys,
+    view_path,
+)
 from indexer.views.lines import NOTHING, head_before, last_line_of_fd, upper_bound
 
 log = logging.getLogger("ctxd.views")
 
-INSTRUCTION_EVENTS = frozenset({"agent_start", "agent_complete", "agent_launched", "agent_failed"})
-AGENT_INSTRUCTIONS = "agent-instructions.jsonl"
-ALL_AGENT_INSTRUCTIONS = "all-agent-instructions.jsonl"
-_ENCODER = msgspec.json.Encoder()
-
-
 # A view line as the writer holds it before writing: (seq, (ts_ns, pid), its bytes).
 _Line = tuple[int, tuple[int, int], bytes]
-
-
-# Events come in bursts within a minute (an imported session's: seconds apart): the date and
-# time up to the minute are formatted once per minute.
-_LAST_MINUTE: list[tuple[int, str]] = [(-1, "")]
-
-
-def iso_utc(ts_ns: int) -> str:
-    """UTC ISO-8601 with milliseconds and a `Z` suffix."""
-    seconds, rem = divmod(ts_ns, 1_000_000_000)
-    minute, second = divmod(seconds, 60)  # UTC minutes have 60 seconds (POSIX time)
-    last, prefix = _LAST_MINUTE[0]
-    if minute != last:
-        prefix = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(seconds))
-        _LAST_MINUTE[0] = (minute, prefix)
-    return f"{prefix}:{second:02d}.{rem // 1_000_000:03d}Z"
-
-
-def view_line(entry_id: int, e: Entry) -> ViewLine:
-    """The HookData-compatible view line of one entry."""
-    return ViewLine(
-        event=e.event,
-        agent_type=e.agent_type,
-        agent_id=e.agent_id,
-        description=e.description,
-        session_id=e.session_id,
-        timestamp=iso_utc(e.ts_ns),
-        seq=entry_id,
-        instruction=e.instruction if e.event == "agent_start" else "",
-        output_summary=e.output_summary,
-        tool_name=e.tool_name,
-        tool_use_id=e.tool_use_id,
-        hook_event=e.hook_event,
-        files=e.files,
-        error=e.error,
-    )
-
-
-def encode_line(se: StoredEntry) -> bytes:
-    """The bytes of one entry's view line, b"\\n" included."""
-    return _ENCODER.encode(view_line(se.id, se.entry)) + b"\n"
-
-
-# A view file by (its folder, its name): the folder is a session id, or "" for the sessions
-# folder itself (the project-wide instruction view). Strings, not Paths: building a Path per
-# entry cost more than formatting its line.
-_Key = tuple[str, str]
-
-
-def view_files(paths: StatePaths, e: Entry) -> list[Path]:
-    """Every view file an entry belongs to."""
-    return [_key_path(paths, key) for key in view_keys(e)]
-
-
-def view_keys(e: Entry) -> tuple[_Key, ...]:
-    """The (folder, file name) keys of every view file an entry belongs to."""
-    check_session_id(e.session_id)
-    name = e.agent_id if e.agent_id != "main" and is_valid_view_name(e.agent_id) else "main"
-    own = (e.session_id, f"{name}.jsonl")
-    if e.event in INSTRUCTION_EVENTS:
-        return own, (e.session_id, AGENT_INSTRUCTIONS), ("", ALL_AGENT_INSTRUCTIONS)
-    return (own,)
-
-
-def _key_path(paths: StatePaths, key: _Key) -> Path:
-    folder, file = key
-    return (paths.sessions / folder if folder else paths.sessions) / file
-
 
 _MAX_OPEN_VIEWS = 128
 _SORTED_CHUNK = 20000  # entries grouped per write by append_sorted
@@ -125,20 +54,20 @@ class ViewWriter:
     def __init__(self, paths: StatePaths) -> None:
         self.paths = paths
         # Every entry of the view with an id up to this one is in the file.
-        self._last_seq: dict[_Key, int] = {}
+        self._last_seq: dict[ViewKey, int] = {}
         # The (ts_ns, pid) of the newest event in the file, or an upper bound of it.
-        self._newest: dict[_Key, tuple[int, int]] = {}
+        self._newest: dict[ViewKey, tuple[int, int]] = {}
         # Views whose `_last_seq` was read from the file's last line: a line skipped as
         # already there was written before a crash, in whatever order.
-        self._from_file: set[_Key] = set()
-        self.unsorted: dict[_Key, int] = {}  # view -> ts_ns from which it is out of order
-        self._fds: dict[_Key, int] = {}  # insertion order = least recently used first
+        self._from_file: set[ViewKey] = set()
+        self.unsorted: dict[ViewKey, int] = {}  # view -> ts_ns from which it is out of order
+        self._fds: dict[ViewKey, int] = {}  # insertion order = least recently used first
         self._dirs: dict[str, int] = {}  # the same, for folders
 
     def append(self, entries: Iterable[StoredEntry]) -> int:
         """Append entries (ascending ids) to their views; return lines written."""
-        groups: dict[_Key, list[_Line]] = {}
-        targets: dict[tuple[str, str, str], tuple[_Key, ...]] = {}
+        groups: dict[ViewKey, list[_Line]] = {}
+        targets: dict[tuple[str, str, str], tuple[ViewKey, ...]] = {}
         for se in entries:
             e = se.entry
             event = e.event
@@ -146,7 +75,7 @@ class ViewWriter:
             files = targets.get(key)
             if files is None:
                 files = targets[key] = view_keys(e)
-            item = (se.id, (e.ts_ns, e.pid), _ENCODER.encode(view_line(se.id, e)) + b"\n")
+            item = (se.id, (e.ts_ns, e.pid), encode_line(se))
             for name in files:
                 group = groups.get(name)
                 if group is None:
@@ -160,7 +89,7 @@ class ViewWriter:
             except (StateDirError, OSError) as e:
                 if not _is_refusal(e):
                     raise
-                refuse_symlink(_key_path(self.paths, name), e)
+                refuse_symlink(view_path(self.paths, name), e)
                 continue
             last = self._last_seq.get(name)
             if last is None:
@@ -180,7 +109,7 @@ class ViewWriter:
             self._newest[name] = newest
         return written
 
-    def _not_written(self, name: _Key, group: list[_Line], last: int) -> list[_Line]:
+    def _not_written(self, name: ViewKey, group: list[_Line], last: int) -> list[_Line]:
         """The lines of `group` after seq `last`: after a crash mid-catch-up, part of them is
         in the file already, written in whatever order (so noted for ordering)."""
         if name in self._from_file:
@@ -191,7 +120,7 @@ class ViewWriter:
         """Write entries given in event-time order to views that start empty (a rebuild);
         return lines written."""
         written = 0
-        groups: dict[_Key, list[bytes]] = {}
+        groups: dict[ViewKey, list[bytes]] = {}
         for n, se in enumerate(entries, 1):
             line = encode_line(se)
             for name in view_keys(se.entry):
@@ -201,7 +130,7 @@ class ViewWriter:
                 groups = {}
         return written + self._write_groups(groups)
 
-    def _write_groups(self, groups: dict[_Key, list[bytes]]) -> int:
+    def _write_groups(self, groups: dict[ViewKey, list[bytes]]) -> int:
         written = 0
         for name, lines in groups.items():
             try:
@@ -209,13 +138,13 @@ class ViewWriter:
             except (StateDirError, OSError) as e:
                 if not _is_refusal(e):
                     raise
-                refuse_symlink(_key_path(self.paths, name), e)
+                refuse_symlink(view_path(self.paths, name), e)
                 continue
             write_all(fd, b"".join(lines))
             written += len(lines)
         return written
 
-    def take_unsorted(self) -> dict[_Key, int]:
+    def take_unsorted(self) -> dict[ViewKey, int]:
         """The views noted out of order since the last call (the caller stores them)."""
         found, self.unsorted = self.unsorted, {}
         return found
@@ -243,41 +172,41 @@ class ViewWriter:
         # appended next, are skipped by their ids.
         self._last_seq[name], self._newest[name] = upto, newest
 
-    def cut_tail(self, name: _Key, since: str) -> bool:
+    def cut_tail(self, name: ViewKey, since: str) -> bool:
         """Cut a view just before its first line stamped `since` (an ISO time as view lines
         have it) or later, where the head before it is in order; False if the view is refused
         (a symlink on its way) or gone. Forgets where the view stood: the caller rewrites its
         tail."""
-        if name not in self._fds and not os.path.lexists(_key_path(self.paths, name)):
+        if name not in self._fds and not os.path.lexists(view_path(self.paths, name)):
             return False  # deleted, or emptied by an agent move (`rebuild`): nothing to order
         try:
             fd = self._fd(name)
         except (StateDirError, OSError) as e:
             if not _is_refusal(e):
                 raise
-            refuse_symlink(_key_path(self.paths, name), e)
+            refuse_symlink(view_path(self.paths, name), e)
             return False
         os.ftruncate(fd, head_before(fd, since))
         self.forget_view(name)
         return True
 
-    def write_lines(self, name: _Key, data: bytes) -> None:
+    def write_lines(self, name: ViewKey, data: bytes) -> None:
         """Append whole lines to a view opened by `cut_tail`."""
         write_all(self._fd(name), data)
 
-    def drop_if_empty(self, name: _Key) -> None:
+    def drop_if_empty(self, name: ViewKey) -> None:
         """Remove a view left with no line (its entries all moved to another agent), as
         `rebuild` does: a view file exists only for an agent with entries."""
         fd = self._fds.get(name)
         if fd is not None and os.fstat(fd).st_size == 0:
             self._drop(name)
-            path = _key_path(self.paths, name)
+            path = view_path(self.paths, name)
             try:
                 safefs.unlink(self.paths.root, path)
             except StateDirError as e:
                 refuse_symlink(path, e)
 
-    def forget_view(self, name: _Key) -> None:
+    def forget_view(self, name: ViewKey) -> None:
         """Drop what is remembered of one view's position (it is read again when next used)."""
         self._last_seq.pop(name, None)
         self._newest.pop(name, None)
@@ -297,7 +226,7 @@ class ViewWriter:
         """Close every open view file."""
         self.forget()
 
-    def _fd(self, name: _Key) -> int:
+    def _fd(self, name: ViewKey) -> int:
         fd = self._fds.pop(name, None)
         if fd is None:
             # O_NOFOLLOW, relative to a folder fd opened without following links: a view
@@ -329,13 +258,13 @@ class ViewWriter:
             os.close(fd)
         self._dirs.clear()
 
-    def _drop(self, name: _Key) -> None:
+    def _drop(self, name: ViewKey) -> None:
         fd = self._fds.pop(name, None)
         if fd is not None:
             os.close(fd)
         self.forget_view(name)
 
-    def _read_position(self, name: _Key, fd: int) -> int:
+    def _read_position(self, name: ViewKey, fd: int) -> int:
         """Where a view stands, from its last line that parses (a torn tail is cut first)."""
         last = last_line_of_fd(fd)
         self._last_seq[name] = last.seq
@@ -343,7 +272,7 @@ class ViewWriter:
         self._from_file.add(name)
         return last.seq
 
-    def _note_unsorted(self, name: _Key, ts_ns: int) -> None:
+    def _note_unsorted(self, name: ViewKey, ts_ns: int) -> None:
         since = self.unsorted.get(name)
         if since is None or ts_ns < since:
             self.unsorted[name] = ts_ns

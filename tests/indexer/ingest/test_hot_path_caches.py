@@ -7,7 +7,7 @@ import time
 
 from indexer.redact import decoded
 from indexer.redact.text import redact_text
-from indexer.views.writer import iso_utc
+from indexer.views.entry_lines import iso_utc
 
 
 def test_base64_runs_decode_alike_from_the_table_and_the_table_stays_bounded() -> None:

@@ -24,6 +24,7 @@ from ctxd_hook.hook import build_line
 from indexer.config import Config, IngestConfig
 from indexer.index import store
 from indexer.index.transactions import transaction
+from indexer.ingest import batch_store
 from indexer.ingest import ingestor as ingest
 from indexer.ingest import lines as ingest_lines
 from indexer.ingest.ingestor import Ingestor
@@ -220,11 +221,11 @@ def test_a_pass_with_lines_and_no_vanished_segment_records_when_it_ran(tmp_path:
     ids=["escapes-kept", "invalid-utf8-kept", "redacted-with-a-lone-surrogate"],
 )
 def test_the_quarantine_keeps_a_bad_line_s_start_redacted(line: bytes, kept: bytes) -> None:
-    assert ingest.quarantine_raw(line) == kept
+    assert batch_store.quarantine_raw(line) == kept
 
 
 def test_the_quarantine_keeps_4096_characters_of_a_long_line() -> None:
-    assert ingest.quarantine_raw("é".encode() * 70_000) == "é".encode() * 4096
+    assert batch_store.quarantine_raw("é".encode() * 70_000) == "é".encode() * 4096
 
 
 def test_a_symlink_in_the_spool_is_never_followed(
