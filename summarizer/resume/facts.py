@@ -73,7 +73,7 @@ def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
 
 def _session_failures(conn: sqlite3.Connection, session_id: str) -> list[Failure]:
     try:
-        from summarizer.memory.store import session_failures
+        from summarizer.memory.reader import session_failures
     except ImportError:  # the memory is optional here (see writer.load_memory_or_none)
         return []
     return session_failures(conn, session_id)

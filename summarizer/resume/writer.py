@@ -69,7 +69,7 @@ _UPDATE_LOCK = threading.Lock()
 def load_memory_or_none(conn: sqlite3.Connection) -> Memory | None:
     """The summarizer's memory if its module is available; None (fallbacks apply) otherwise."""
     try:
-        from summarizer.memory import store as memory_module
+        from summarizer.memory import reader as memory_module
     except ImportError:
         return None
     try:
