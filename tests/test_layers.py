@@ -322,6 +322,7 @@ _OWN_SQL = {
     "summarizer.memory.changes",
     "summarizer.memory.failure_fold",
     "summarizer.memory.merge",
+    "summarizer.memory.reader",
     "summarizer.memory.store",
     "summarizer.memory.summary",
     "summarizer.memory.supersede",

@@ -11,6 +11,7 @@ from indexer import StatePaths, is_valid_session_id, load_config
 from summarizer.mcp.tools import ToolInputError, check_budget, checked_history_args, fit
 from summarizer.search.service import Filters, iso_utc, validate
 from summarizer.team import reader, recall
+from summarizer.team import search as team_search
 
 __all__ = [
     "agent_history_tool",
@@ -36,7 +37,7 @@ def search_tool(paths: StatePaths, query: str, filters: Filters, budget: int) ->
     check_budget(budget)
     validate(query, filters)
     with _team(paths) as (conn, project):
-        hits = reader.search(
+        hits = team_search.search(
             conn, project, query, filters, now_ns=time.time_ns(), mark=("**", "**")
         )
     if not hits:

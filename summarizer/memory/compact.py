@@ -40,7 +40,8 @@ from indexer import (
 from summarizer.common.tokens import get_counter
 from summarizer.memory.backend import backend_for
 from summarizer.memory.hooks import AfterCompaction
-from summarizer.memory.store import CompactStats, compact, count_new, load_memory
+from summarizer.memory.reader import count_new, load_memory
+from summarizer.memory.store import CompactStats, compact
 from summarizer.memory.summary import Published, publish
 
 log = logging.getLogger("ctxd.compact")

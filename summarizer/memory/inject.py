@@ -84,7 +84,8 @@ class ContextAgent:
             return empty_injection(f"{type(e).__name__}: {e}")
 
     def _injection(self, feature_id: str | None, budget: int) -> dict[str, Any]:
-        from summarizer.memory.store import has_memory, load_memory, watermark
+        from summarizer.memory.reader import load_memory
+        from summarizer.memory.store import has_memory, watermark
         from summarizer.memory.summary import read_summary, render_summary, summary_lines
 
         config = self._config()

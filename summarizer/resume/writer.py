@@ -14,6 +14,7 @@ import msgspec
 
 from indexer import Config, StatePaths, check_session_id, ensure_private_dir, query, write_atomic
 from summarizer.common.models import Memory
+from summarizer.resume.facts import SessionFacts, gather_facts
 from summarizer.resume.files import (
     CONSUMED_FILE,
     CONTEXT_FILE,
@@ -25,11 +26,9 @@ from summarizer.resume.files import (
 from summarizer.resume.state import (
     FailureNote,
     ResumeState,
-    SessionFacts,
     ToolCall,
     build_state,
     confidence_of,
-    gather_facts,
     rank_files,
 )
 
@@ -70,7 +69,7 @@ _UPDATE_LOCK = threading.Lock()
 def load_memory_or_none(conn: sqlite3.Connection) -> Memory | None:
     """The summarizer's memory if its module is available; None (fallbacks apply) otherwise."""
     try:
-        from summarizer.memory import store as memory_module
+        from summarizer.memory import reader as memory_module
     except ImportError:
         return None
     try:

@@ -19,7 +19,8 @@ from indexer import (
     session_entry_count,
 )
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
-from summarizer.memory.store import has_memory, load_memory
+from summarizer.memory.reader import load_memory
+from summarizer.memory.store import has_memory
 from summarizer.resume.files import CONSUMED_FILE, CONTEXT_FILE
 from summarizer.resume.sessions import SessionInfo
 from summarizer.resume.todos import session_todos

@@ -52,7 +52,7 @@ def _team_search(
 
     from indexer import load_config
     from summarizer.team.reader import open_team
-    from summarizer.team.reader import search as team_search
+    from summarizer.team.search import search as team_search
 
     paths = state_paths(args)
     conn, project = open_team(paths, load_config(paths.config))

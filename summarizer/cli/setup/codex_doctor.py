@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from indexer import codex_home
-from summarizer.cli.setup.codex_install import EVENTS, FEATURE, our_trust
+from summarizer.cli.setup.codex_config import FEATURE
+from summarizer.cli.setup.codex_install import EVENTS, our_trust
 
 __all__ = ["codex_check"]
 

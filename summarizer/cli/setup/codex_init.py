@@ -17,13 +17,8 @@ import tomllib
 from pathlib import Path
 
 from indexer import CtxdError, StatePaths, codex_home
-from summarizer.cli.setup.codex_install import (
-    CodexConfigError,
-    TomlChange,
-    install_hooks,
-    uninstall_hooks,
-    update_config,
-)
+from summarizer.cli.setup.codex_config import CodexConfigError, TomlChange, update_config
+from summarizer.cli.setup.codex_install import install_hooks, uninstall_hooks
 from summarizer.cli.setup.gitignore import ensure_gitignored
 from summarizer.cli.setup.hook_command import default_hook_command
 from summarizer.cli.setup.install import InstallReport, SettingsError, write_private

@@ -20,6 +20,13 @@ from summarizer.cli.setup.gitignore import (
     remove_gitignored,
 )
 from summarizer.cli.setup.hook_command import HookCommand, default_hook_command
+from summarizer.cli.setup.init_record import (
+    drop_record,
+    read_record,
+    remember,
+    remember_created,
+    was_created,
+)
 from summarizer.cli.setup.install import (
     InstallReport,
     SettingsError,
@@ -34,7 +41,6 @@ from summarizer.common.cliargs import project_root, state_paths
 __all__ = ["PORTABLE_HOOK", "cmd_init"]
 
 PORTABLE_HOOK = HookCommand(("ctxd-hook",))
-_RECORD = "init.json"  # in the state dir: the files and folders `ctxd init` created
 
 
 class InitError(CtxdError):
@@ -101,7 +107,7 @@ def _init_claude(args: argparse.Namespace) -> int:
             target, other = shared, None
         else:
             if not args.dry_run:
-                _remember_created(paths, [p for p in (claude, target) if not p.exists()])
+                remember_created(paths, [p for p in (claude, target) if not p.exists()])
             report = install(target, command, dry_run=args.dry_run, backup_dir=_backups(paths),
                              recall=_recall_on(paths))  # fmt: skip
             _show(report, args.dry_run)
@@ -115,7 +121,7 @@ def _init_claude(args: argparse.Namespace) -> int:
             report = uninstall(
                 other,
                 dry_run=args.dry_run,
-                delete_if_empty=_created(paths, other),
+                delete_if_empty=was_created(paths, other),
                 backup_dir=_backups(paths),
             )
             if report.changes:
@@ -131,7 +137,7 @@ def _init_claude(args: argparse.Namespace) -> int:
     if target == local:
         _gitignore(paths, root, ".claude/settings.local.json", " (paths of this machine)")
     mcp_path = root / ".mcp.json"
-    ours = not args.user and not args.shared and _created(paths, mcp_path)
+    ours = not args.user and not args.shared and was_created(paths, mcp_path)
     if ours and mcp_path.exists():
         _gitignore(paths, root, ".mcp.json", " (a path of this machine)")
     return 0
@@ -144,8 +150,8 @@ def _gitignore(paths: StatePaths, root: Path, entry: str, why: str) -> None:
     if is_gitignored(root, entry):  # ours from an earlier run, or the user's own line
         return
     if not gitignore.exists():
-        _remember_created(paths, [gitignore])
-    _remember(paths, "gitignore", [entry])
+        remember_created(paths, [gitignore])
+    remember(paths, "gitignore", [entry])
     ensure_gitignored(root, entry)
     print(f"added {entry} to {gitignore}{why}")
 
@@ -154,15 +160,15 @@ def _restore_gitignore(paths: StatePaths, root: Path, dry_run: bool) -> None:
     """Take out of the project's .gitignore the lines `ctxd init` added; delete the file if
     ctxd created it and nothing else is left in it."""
     gitignore = root / ".gitignore"
-    for entry in _record(paths).get("gitignore", []):
+    for entry in read_record(paths).get("gitignore", []):
         if dry_run:
             print(f"would take {entry} out of {gitignore} (dry run: nothing written)")
         elif remove_gitignored(root, entry):
             print(f"took {entry} out of {gitignore}")
     if dry_run:
         return
-    _drop_record(paths, "gitignore")  # a line the user adds from now on is theirs
-    if not _created(paths, gitignore):
+    drop_record(paths, "gitignore")  # a line the user adds from now on is theirs
+    if not was_created(paths, gitignore):
         return
     try:
         left = gitignore.read_text(encoding="utf-8")
@@ -229,7 +235,7 @@ def _register_mcp(paths: StatePaths, root: Path, dry_run: bool, shared: bool) ->
         new = [root / ".claude"] + (
             [] if shared else [mcp_path, root / ".claude" / "settings.local.json"]
         )
-        _remember_created(paths, [p for p in new if not p.exists()])
+        remember_created(paths, [p for p in new if not p.exists()])
     dry = " (dry run: nothing written)" if dry_run else ""
     for line in register_mcp(root, dry_run=dry_run, shared=shared):
         print(f"{line}{dry}")
@@ -255,7 +261,7 @@ def _unregister_mcp(paths: StatePaths, root: Path, dry_run: bool) -> None:
     for line in unregister_mcp(root, dry_run=dry_run):
         print(line + (" (dry run: nothing written)" if dry_run else ""))
     mcp_path = root / ".mcp.json"
-    if dry_run or not _created(paths, mcp_path):
+    if dry_run or not was_created(paths, mcp_path):
         return
     try:
         left = json.loads(mcp_path.read_bytes())
@@ -279,7 +285,7 @@ def _uninstall(paths: StatePaths, targets: list[Path], dry_run: bool) -> int:
         report = uninstall(
             target,
             dry_run=dry_run,
-            delete_if_empty=_created(paths, target),
+            delete_if_empty=was_created(paths, target),
             backup_dir=_backups(paths),
         )
         _show(report, dry_run, with_backup=False)
@@ -289,7 +295,7 @@ def _uninstall(paths: StatePaths, targets: list[Path], dry_run: bool) -> int:
             print(f"removed ctxd's backup {backup}")
     if not dry_run:
         claude = targets[0].parent
-        if _created(paths, claude) and claude.is_dir() and not any(claude.iterdir()):
+        if was_created(paths, claude) and claude.is_dir() and not any(claude.iterdir()):
             claude.rmdir()
             print(f"removed {claude} (ctxd created it; it is empty now)")
     if len(targets) > 1:  # a project's .gitignore (not --user)
@@ -304,51 +310,6 @@ def _uninstall(paths: StatePaths, targets: list[Path], dry_run: bool) -> int:
 
 def _backups(paths: StatePaths) -> Path:
     return paths.root / "backups"
-
-
-def _created(paths: StatePaths, path: Path) -> bool:
-    return str(path) in _read_record(paths)
-
-
-def _record(paths: StatePaths) -> dict[str, list[str]]:
-    """What `ctxd init` did here: "created" (files and folders), "gitignore" (lines added)."""
-    try:
-        doc = json.loads((paths.root / _RECORD).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(doc, dict):
-        return {}
-    return {
-        key: [str(v) for v in values]
-        for key, values in doc.items()
-        if isinstance(key, str) and isinstance(values, list)
-    }
-
-
-def _read_record(paths: StatePaths) -> list[str]:
-    return _record(paths).get("created", [])
-
-
-def _remember(paths: StatePaths, key: str, items: list[str]) -> None:
-    """Record, before doing it, what ctxd is about to create or add (so a kill between the two
-    still lets `--uninstall` undo it)."""
-    record = _record(paths)
-    known = record.get(key, [])
-    added = [item for item in items if item not in known]
-    if added:
-        record[key] = known + added
-        write_private(paths.root / _RECORD, (json.dumps(record, indent=2) + "\n").encode())
-
-
-def _drop_record(paths: StatePaths, key: str) -> None:
-    record = _record(paths)
-    if record.pop(key, None) is not None:
-        write_private(paths.root / _RECORD, (json.dumps(record, indent=2) + "\n").encode())
-
-
-def _remember_created(paths: StatePaths, new: list[Path]) -> None:
-    """Record, before creating them, the files ctxd is about to create."""
-    _remember(paths, "created", [str(p) for p in new])
 
 
 def _make_private(paths: StatePaths) -> None:

@@ -15,6 +15,7 @@ from indexer.index import store
 from indexer.index.transactions import transaction
 from indexer.retention import purge
 from summarizer.memory import store as memory_store
+from summarizer.memory.reader import load_memory
 
 
 def test_an_ingest_pass_completes_while_a_compaction_runs_its_after_compaction_callbacks(
@@ -120,7 +121,7 @@ def test_an_ingest_pass_completes_while_a_compaction_extracts(
         # The run's next batch took the entry indexed meanwhile: exactly once, all published.
         assert store.get_meta(reader, "mem.watermark") == str(first + 1)
         assert store.get_meta(reader, "mem.published") == str(first + 1)
-        assert [c.description for c in memory_store.load_memory(reader).constraints] == [
+        assert [c.description for c in load_memory(reader).constraints] == [
             "Always run the linter.",
             "Never use tabs.",
         ]
@@ -142,4 +143,4 @@ def test_entries_deleted_while_a_compaction_extracts_them_are_not_folded(
         held.release.set()
         poll(lambda: started.runs == 1 and not started._running)
         assert store.get_meta(reader, "mem.watermark", "0") == "0"
-        assert memory_store.load_memory(reader).constraints == []
+        assert load_memory(reader).constraints == []

@@ -30,7 +30,8 @@ from indexer.paths import StatePaths
 from indexer.writer.catch_up import catch_up
 from summarizer.cli.commands.demo_session import DEMO_SESSION_ID
 from summarizer.memory import store as memory
-from summarizer.memory.store import compact, load_memory
+from summarizer.memory.reader import load_memory
+from summarizer.memory.store import compact
 
 
 def _open(paths: StatePaths) -> sqlite3.Connection:

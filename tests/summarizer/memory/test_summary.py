@@ -18,7 +18,8 @@ from summarizer.common.budget import utf16_len
 from summarizer.common.tokens import get_counter
 from summarizer.memory.backend import CommandBackend, backend_for, clamp
 from summarizer.memory.compact import compact_and_publish
-from summarizer.memory.store import compact, load_memory
+from summarizer.memory.reader import load_memory
+from summarizer.memory.store import compact
 from summarizer.memory.summary import publish, render_summary, summary_lines
 
 COUNTER = get_counter()

@@ -16,7 +16,8 @@ from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.common.tokens import get_counter
 from summarizer.memory.injection import build_injection
-from summarizer.memory.store import compact, load_memory
+from summarizer.memory.reader import load_memory
+from summarizer.memory.store import compact
 from summarizer.resume import writer as resume
 from summarizer.resume.startup import render_startup
 
