@@ -22,11 +22,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_index import build, insert
 
-from indexer import store
 from indexer.config import Config
+from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.memory.compact import compact_and_publish
 from summarizer.memory.store import compact
+from summarizer.resume.writer import refresh_after_compaction
+
+# What every compaction of ctxd runs after publishing: the resume states' refresh.
+AFTER = [refresh_after_compaction]
 
 
 class Index:
@@ -39,7 +43,7 @@ class Index:
         self.generate_s = build(self.paths.index_db, base)
         self.conn = store.connect(self.paths.index_db)
         started = time.perf_counter()
-        compact_and_publish(self.conn, self.paths, Config(), trigger="bench")
+        compact_and_publish(self.conn, self.paths, Config(), trigger="bench", after=AFTER)
         self.base_compact_s = time.perf_counter() - started
         self.next = base
         self.fold: list[float] = []
@@ -56,7 +60,7 @@ class Index:
         insert(self.conn, self.next, new)
         self.next += new
         t = time.perf_counter()
-        result = compact_and_publish(self.conn, self.paths, Config(), trigger="bench")
+        result = compact_and_publish(self.conn, self.paths, Config(), trigger="bench", after=AFTER)
         full = time.perf_counter() - t
         assert result.stats.entries == new
         if record:

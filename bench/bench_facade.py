@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from indexer import history, query
-from indexer.hook import run
+from ctxd_hook.hook import run
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.queries import history, query
+from indexer.writer.catch_up import catch_up
 
 SID = "11111111-1111-4111-8111-111111111111"
 

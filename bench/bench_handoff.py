@@ -22,9 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from summarizer.cli.demo_session import demo_session  # noqa: E402
+from summarizer.cli.commands.demo_session import demo_session  # noqa: E402
 
-HOOK = [sys.executable, "-I", "-S", str(REPO / "indexer" / "run_hook.py")]
+HOOK = [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")]
 BASELINE = [sys.executable, "-I", "-c", "pass"]
 BARE = [sys.executable, "-I", "-S", "-c", "pass"]  # no site import: the hook's own start
 SID = "bench-handoff-0001"

@@ -1,11 +1,13 @@
 """Hook wall time per invocation (median, p95) vs a bare interpreter start in the same run.
 
-Three ways to run the hook are measured, each a real process fed a realistic payload on stdin:
-  - `python -I -S indexer/run_hook.py`  what `ctxd init` installs (exec form, no site import;
-                                      it imports the hook from its cached bytecode);
-  - `python -I -S indexer/hook.py`      the hook run as a script, compiled on every run (what
-                                      earlier versions installed: the baseline of that change);
-  - `ctxd-hook`                         the console script (site-packages, entry-point wrapper);
+Four ways to run the hook are measured, each a real process fed a realistic payload on stdin:
+  - `python -I -S ctxd_hook/run_hook.py`  what `ctxd init` installs (exec form, no site import;
+                                        it imports the hook from its cached bytecode);
+  - `python -I -S ctxd_hook/hook.py`      the hook run as a script, compiled on every run (what
+                                        earlier versions installed: the baseline of that change);
+  - `python -I -S indexer/run_hook.py`    the launcher an earlier version installed, now a
+                                        stand-in that runs ctxd_hook/run_hook.py by its path;
+  - `ctxd-hook`                           the console script (site-packages, entry-point wrapper);
 each against the bare start that matches it, with the same interpreter: `python -I -S -c pass`
 for the first (no site import either: like for like) and `python -c pass` for the console
 script (whose interpreter imports site, the editable-install finder included). The hook is
@@ -39,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from summarizer.cli.demo_session import demo_session  # noqa: E402
+from summarizer.cli.commands.demo_session import demo_session  # noqa: E402
 
 
 def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:
@@ -53,7 +55,7 @@ SID = "bench-recall-0001"
 
 def recall_state(root: Path) -> Path:
     """A state dir whose session has a recall table of 60 items, as the daemon writes it."""
-    from indexer.hook_recall import row_id
+    from ctxd_hook.recall import row_id
 
     table = root / "recall"
     table.mkdir(parents=True, mode=0o700)
@@ -92,15 +94,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     args = parser.parse_args()
     payload = json.dumps(demo_session("/home/dev/project")[10]).encode()  # a PostToolUse Read
-    hook_name = "python -I -S indexer/run_hook.py"
-    script_name = "python -I -S indexer/hook.py"
+    hook_name = "python -I -S ctxd_hook/run_hook.py"
+    script_name = "python -I -S ctxd_hook/hook.py"
+    earlier_name = "python -I -S indexer/run_hook.py (earlier install)"
     console_name = "ctxd-hook (console script)"
     variants: dict[str, list[str]] = {
         "python -I -S -c pass": [sys.executable, "-I", "-S", "-c", "pass"],
         "python -I -c pass": [sys.executable, "-I", "-c", "pass"],
         "python -c pass": [sys.executable, "-c", "pass"],
-        hook_name: [sys.executable, "-I", "-S", str(REPO / "indexer" / "run_hook.py")],
-        script_name: [sys.executable, "-I", "-S", str(REPO / "indexer" / "hook.py")],
+        hook_name: [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")],
+        script_name: [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "hook.py")],
+        earlier_name: [sys.executable, "-I", "-S", str(REPO / "indexer" / "run_hook.py")],
     }
     console = shutil.which("ctxd-hook", path=str(Path(sys.executable).parent))
     if console:
@@ -109,6 +113,7 @@ def main() -> None:
     comparisons = [
         (hook_name, "python -I -S -c pass", "like for like"),
         (script_name, "python -I -S -c pass", "like for like: the hook compiled on every run"),
+        (earlier_name, "python -I -S -c pass", "like for like: through the stand-in"),
         (hook_name, "python -I -c pass", "baseline imports site: flatters the hook"),
     ]
     if console:

@@ -1,6 +1,6 @@
 """The hook's wall time for a Codex CLI event against a Claude Code event, like for like.
 
-Every variant is the installed hook (`python -I -S indexer/run_hook.py`, a real process) fed a
+Every variant is the installed hook (`python -I -S ctxd_hook/run_hook.py`, a real process) fed a
 real payload on stdin and appending to a real spool:
   - claude                  a Claude Code PostToolUse of Bash (the demo session's);
   - codex, same payload     that payload with `--host codex` (only the host differs);
@@ -31,9 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from summarizer.cli.demo_session import demo_session  # noqa: E402
+from summarizer.cli.commands.demo_session import demo_session  # noqa: E402
 
-HOOK = [sys.executable, "-I", "-S", str(REPO / "indexer" / "run_hook.py")]
+HOOK = [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")]
 FIXTURE = REPO / "tests" / "data" / "codex" / "session-0.171.0" / "hook-payloads.jsonl"
 
 

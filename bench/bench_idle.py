@@ -50,7 +50,7 @@ from bench_ingest import build_spool  # noqa: E402
 
 from indexer.config import Config, IngestConfig  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
-from indexer.writer import catch_up  # noqa: E402
+from indexer.writer.catch_up import catch_up  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 SAMPLE_S = 0.25

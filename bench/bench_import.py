@@ -38,13 +38,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from indexer.paths import StatePaths  # noqa: E402
-from indexer.spool import split_lines  # noqa: E402
-from indexer.transcript_ahead import import_files  # noqa: E402
-from indexer.transcript_import import ImportStats, TranscriptImporter  # noqa: E402
-from indexer.transcript_records import Converter  # noqa: E402
-from indexer.writer import open_writer, writer_lock  # noqa: E402
+from indexer.spool.lines import split_lines  # noqa: E402
+from indexer.transcripts.records import Converter  # noqa: E402
+from indexer.writer.catch_up import open_writer, writer_lock  # noqa: E402
+from indexer.writer.import_ahead import import_files  # noqa: E402
+from indexer.writer.importer import ImportStats, TranscriptImporter  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "corpus" / "transcripts"
+CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus") / "transcripts"
 _UUID = re.compile(rb"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-)[0-9a-f]{6}")
 _TOOLU = re.compile(rb"toolu_")
 
@@ -122,14 +122,14 @@ def _cpu() -> float:
 # Disjoint parts of one import, measured by the cumulative CPU time of the function that does
 # each: (label, file, function).
 _STAGES = (
-    ("transcript lines to hook events", "transcript_records.py", "convert"),
-    ("normalization", "normalize.py", "normalize"),
-    ("redaction", "redact.py", "redact_entry"),
-    ("agent attribution", "attribution.py", "attribute"),
-    ("SQLite inserts, with the search index", "store.py", "insert_entries"),
-    ("session catalog", "session_catalog.py", "update_session"),
-    ("matching hook-captured events", "transcript_store.py", "drop_known_events"),
-    ("per-agent views", "views.py", "catch_up"),
+    ("transcript lines to hook events", "indexer/transcripts/records.py", "convert"),
+    ("normalization", "indexer/prepare/normalize.py", "normalize"),
+    ("redaction", "indexer/redact/text.py", "redact_entry"),
+    ("agent attribution", "indexer/ingest/attribution.py", "attribute"),
+    ("SQLite inserts, with the search index", "indexer/index/store.py", "insert_entries"),
+    ("session catalog", "indexer/index/catalog.py", "update_sessions"),
+    ("matching hook-captured events", "indexer/transcripts/offsets.py", "drop_known_events"),
+    ("per-agent views", "indexer/views/update.py", "catch_up"),
 )
 
 

@@ -41,15 +41,17 @@ import msgspec
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from indexer import prepare, spool, store  # noqa: E402
+from ctxd_hook.hook import build_line  # noqa: E402
 from indexer.config import Config, IngestConfig  # noqa: E402
-from indexer.hook import build_line  # noqa: E402
-from indexer.ingest import Ingestor  # noqa: E402
+from indexer.index import store  # noqa: E402
+from indexer.ingest.ingestor import Ingestor  # noqa: E402
+from indexer.ingest.worker import PrepareWorker  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
-from indexer.prepare_worker import PrepareWorker  # noqa: E402
-from indexer.spool import repair_surrogates  # noqa: E402
-from indexer.writer import IndexWriter, open_writer  # noqa: E402
-from summarizer.cli.demo_session import demo_session  # noqa: E402
+from indexer.prepare import line as prepare  # noqa: E402
+from indexer.spool import lines as spool  # noqa: E402
+from indexer.spool.lines import repair_surrogates  # noqa: E402
+from indexer.writer.catch_up import IndexWriter, open_writer  # noqa: E402
+from summarizer.cli.commands.demo_session import demo_session  # noqa: E402
 
 CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus") / "hooks"
 PER_SEGMENT = 50_000

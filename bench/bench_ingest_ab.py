@@ -29,7 +29,7 @@ def child(tree: Path, spool: Path) -> None:
     sys.path.insert(0, str(tree))
     from indexer.config import Config
     from indexer.paths import StatePaths
-    from indexer.writer import open_writer
+    from indexer.writer.catch_up import open_writer
 
     with tempfile.TemporaryDirectory() as tmp:
         paths = StatePaths(Path(tmp) / "state")

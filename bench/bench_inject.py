@@ -25,13 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_index import build
 
-from indexer import store
+from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.config import Config
-from indexer.hook import append_line, build_line, segment_name
+from indexer.index import store
 from indexer.paths import StatePaths
+from summarizer import ContextAgent
 from summarizer.memory.compact import compact_and_publish
-from summarizer.memory.inject import ContextAgent
 from summarizer.memory.inject_cache import render_injection
+from summarizer.resume.writer import refresh_after_compaction
 
 _serial = itertools.count()
 
@@ -74,7 +75,9 @@ def main() -> int:
         gen_s = build(paths.index_db, args.events)
         conn = store.connect(paths.index_db)
         t = time.perf_counter()
-        compact_and_publish(conn, paths, Config(), trigger="bench")
+        compact_and_publish(
+            conn, paths, Config(), trigger="bench", after=[refresh_after_compaction]
+        )
         print(f"  generated in {gen_s:.1f} s, compacted in {time.perf_counter() - t:.1f} s")
         conn.close()
         fresh = ContextAgent(state_dir=paths.root)  # checks spool lag and watermark first (I12)

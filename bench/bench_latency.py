@@ -24,8 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from indexer.hook import append_line, build_line, segment_name  # noqa: E402
-from summarizer.cli.demo_session import demo_session  # noqa: E402
+from ctxd_hook.hook import append_line, build_line, segment_name  # noqa: E402
+from summarizer.cli.commands.demo_session import demo_session  # noqa: E402
 
 _QUERY = "SELECT 1 FROM entries WHERE ts_ns=? AND pid=?"
 

@@ -24,9 +24,9 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_ingest import sample_payloads  # noqa: E402
 
-from indexer.hook import build_line  # noqa: E402
-from indexer.lineguard import nesting_error  # noqa: E402
+from ctxd_hook.hook import build_line  # noqa: E402
 from indexer.models import Envelope  # noqa: E402
+from indexer.spool.lineguard import nesting_error  # noqa: E402
 
 
 def main() -> None:

@@ -23,10 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_index import build
 
-from indexer import store
 from indexer.config import Config
+from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.memory.compact import compact_and_publish
+from summarizer.resume.writer import refresh_after_compaction
 
 
 class TimedLock:
@@ -57,7 +58,9 @@ def one_round(root: Path, events: int) -> tuple[float, float, float, int]:
     lock = TimedLock()
     try:
         started = time.perf_counter()
-        compact_and_publish(conn, paths, Config(), trigger="bench", lock=lock)
+        compact_and_publish(
+            conn, paths, Config(), trigger="bench", lock=lock, after=[refresh_after_compaction]
+        )
         whole = time.perf_counter() - started
     finally:
         conn.close()

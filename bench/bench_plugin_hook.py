@@ -1,9 +1,9 @@
 """The hook run as a Claude Code plugin vs as `ctxd init` installs it, per event, same run.
 
 Six real processes, each fed a payload on stdin, in a fresh random order every round:
-  - PostToolUse, plugin      `python3 -I -S <plugin>/indexer/run_hook.py` with CLAUDE_PLUGIN_ROOT,
-                             from a copy of plugin/ as Claude Code makes it (links dereferenced)
-  - PostToolUse, init        indexer/run_hook.py without CLAUDE_PLUGIN_ROOT (what `ctxd init` runs)
+  - PostToolUse, plugin      `python3 -I -S <plugin>/ctxd_hook/run_hook.py` with CLAUDE_PLUGIN_ROOT,
+                             from a copy of plugin/ as Claude Code makes it
+  - PostToolUse, init        ctxd_hook/run_hook.py without CLAUDE_PLUGIN_ROOT (what `ctxd init` runs)
   - SessionStart, plugin     startup with a project memory; handed to the installed `ctxd`
                              command's interpreter (one more process, with site)
   - SessionStart, init       the same event answered in process
@@ -74,8 +74,8 @@ def main() -> None:
                             "source": "startup"}).encode()  # fmt: skip
         subagent = json.dumps({"session_id": "b-1", "hook_event_name": "SubagentStart",
                                "agent_id": "a1", "agent_type": "Explore"}).encode()  # fmt: skip
-        plugin_hook = [sys.executable, "-I", "-S", str(plugin / "indexer" / "run_hook.py")]
-        init_hook = [sys.executable, "-I", "-S", str(REPO / "indexer" / "run_hook.py")]
+        plugin_hook = [sys.executable, "-I", "-S", str(plugin / "ctxd_hook" / "run_hook.py")]
+        init_hook = [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")]
         as_plugin = {**base, "CLAUDE_PLUGIN_ROOT": str(plugin)}
         variants = {
             "python -I -S -c pass": ([sys.executable, "-I", "-S", "-c", "pass"], b"", base),

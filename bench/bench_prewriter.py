@@ -34,14 +34,15 @@ def child(tree: Path, lines_file: Path, rounds: int, transfer: bool) -> dict[str
     sys.path.insert(0, str(tree))
     import msgspec
 
-    from indexer import ingest_lines, prepare
     from indexer.config import Config
-    from indexer.lineguard import nesting_error
+    from indexer.ingest import lines as ingest_lines
     from indexer.models import Entry
-    from indexer.normalize import normalize
-    from indexer.redact import redact_entry
-    from indexer.spool import RawLine, decode_envelope
-    from indexer.tailer import FileState
+    from indexer.prepare import line as prepare
+    from indexer.prepare.normalize import normalize
+    from indexer.redact.text import redact_entry
+    from indexer.spool.lineguard import nesting_error
+    from indexer.spool.lines import RawLine, decode_envelope
+    from indexer.spool.tailer import FileState
 
     lines = lines_file.read_bytes().split(b"\n")[:-1]
     cfg = Config().ingest

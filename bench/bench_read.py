@@ -21,9 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from indexer.hook import build_line  # noqa: E402
+from ctxd_hook.hook import build_line  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
-from indexer.writer import catch_up  # noqa: E402
+from indexer.writer.catch_up import catch_up  # noqa: E402
 
 _LAUNCHER = (
     "import os, sys, time; argv = sys.argv[1:]; t = time.perf_counter();"

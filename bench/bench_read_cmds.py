@@ -33,12 +33,13 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_read import run  # noqa: E402
 from gen_index import build  # noqa: E402
 
-from indexer import store  # noqa: E402
 from indexer.config import Config  # noqa: E402
+from indexer.index import store  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
-from indexer.writer import open_writer  # noqa: E402
+from indexer.writer.catch_up import open_writer  # noqa: E402
 from summarizer.memory.compact import compact_and_publish  # noqa: E402
 from summarizer.memory.inject_cache import CACHE_FILE  # noqa: E402
+from summarizer.resume.writer import refresh_after_compaction  # noqa: E402
 
 
 def ctxd_command() -> list[str]:
@@ -61,7 +62,9 @@ def prepare(paths: StatePaths, events: int) -> None:
         writer.close()
     conn = store.connect(paths.index_db)
     try:
-        compact_and_publish(conn, paths, Config(), trigger="bench")
+        compact_and_publish(
+            conn, paths, Config(), trigger="bench", after=[refresh_after_compaction]
+        )
     finally:
         conn.close()
     print(f"prepared {events:,} events in {time.perf_counter() - t:.1f} s", flush=True)

@@ -3,7 +3,7 @@
 Normalizes the corpus payloads (shared/corpus/hooks) into entries once, then times, interleaved
 round by round so that machine noise hits all alike:
   - baseline: the redaction before decoded-form matching (the eight literal gates over the
-    stored fields and the raw detail, then the earlier rules; kept in indexer.redact_raw as
+    stored fields and the raw detail, then the earlier rules; kept in indexer.redact.raw as
     `may_contain_secret` / `redact_bytes`), on the same entries;
   - redact_entry with the hyperscan probe pass;
   - redact_entry with the Python `re` probe (the fallback), on the first `--re-events` entries
@@ -28,11 +28,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.bench_ingest import sample_payloads  # noqa: E402
-from indexer import secret_scan  # noqa: E402
 from indexer.models import Entry, HookPayload  # noqa: E402
-from indexer.normalize import normalize  # noqa: E402
-from indexer.redact import redact_entry  # noqa: E402
-from indexer.redact_raw import may_contain_secret, redact_bytes  # noqa: E402
+from indexer.prepare.normalize import normalize  # noqa: E402
+from indexer.redact import scan as secret_scan  # noqa: E402
+from indexer.redact.raw import may_contain_secret, redact_bytes  # noqa: E402
+from indexer.redact.text import redact_entry  # noqa: E402
 
 
 def corpus_entries(n: int) -> list[Entry]:

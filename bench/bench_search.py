@@ -37,12 +37,15 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_ingest import build_spool  # noqa: E402
 
-from indexer import search_index, search_merge, store  # noqa: E402
 from indexer.config import Config  # noqa: E402
+from indexer.index import store  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
-from indexer.spool_retention import RetentionReport, delete_segment  # noqa: E402
-from indexer.writer import open_writer, writer_lock  # noqa: E402
+from indexer.retention.spool import RetentionReport, delete_segment  # noqa: E402
+from indexer.search import index as search_index  # noqa: E402
+from indexer.search import merge as search_merge  # noqa: E402
+from indexer.writer.catch_up import open_writer, writer_lock  # noqa: E402
 from summarizer.memory.compact import compact_now  # noqa: E402
+from summarizer.resume.writer import refresh_after_compaction  # noqa: E402
 from summarizer.search.service import Filters, current_connection, search  # noqa: E402
 
 CHUNK = 50_000
@@ -74,7 +77,7 @@ def build(paths: StatePaths, n: int) -> None:
                 writer.close()
         done += size
         print(f"  indexed {done:,} events", flush=True)
-    compact_now(paths, Config(), trigger="bench")
+    compact_now(paths, Config(), trigger="bench", after=[refresh_after_compaction])
     shutil.rmtree(paths.sessions, ignore_errors=True)
 
 

@@ -28,11 +28,11 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_ingest import build_spool  # noqa: E402
 
-from indexer import search_sql as si  # noqa: E402
-from indexer import store  # noqa: E402
 from indexer.config import Config  # noqa: E402
-from indexer.ingest import Ingestor  # noqa: E402
+from indexer.index import store  # noqa: E402
+from indexer.ingest.ingestor import Ingestor  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
+from indexer.search import sql as si  # noqa: E402
 
 BATCH = 2000
 COLUMNS = "body, tags, kind UNINDEXED, session_id UNINDEXED, agent_id UNINDEXED, ts_ns UNINDEXED"

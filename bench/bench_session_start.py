@@ -17,16 +17,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "plugin"))
 
-from indexer import hook  # noqa: E402
+from ctxd_hook import hook  # noqa: E402
 from indexer.config import Config  # noqa: E402
+from indexer.index.store import connect  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
-from indexer.store import connect  # noqa: E402
-from indexer.writer import catch_up  # noqa: E402
-from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session  # noqa: E402
+from indexer.writer.catch_up import catch_up  # noqa: E402
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session  # noqa: E402
 from summarizer.resume import writer as resume  # noqa: E402
 
-HOOK = [sys.executable, "-I", "-S", str(REPO / "indexer" / "run_hook.py")]  # what init installs
+HOOK = [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")]  # what init installs
 BASELINE = [sys.executable, "-I", "-c", "pass"]
 SID = DEMO_SESSION_ID
 _ENV_DROP = ("CTXD_HOME", "CLAUDE_PROJECT_DIR", "PYTHONPATH")

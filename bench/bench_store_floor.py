@@ -26,8 +26,9 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_ingest import bare_decode, build_spool, run_pass  # noqa: E402
 
-from indexer import search_index, store  # noqa: E402
+from indexer.index import store  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
+from indexer.search import index as search_index  # noqa: E402
 
 COLUMNS = (
     "file_id, offset, line_no, ts_ns, pid, tool_key, session_id, hook_event, event, agent_id,"

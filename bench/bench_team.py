@@ -9,7 +9,7 @@ as the `postgres` user when run as root). Three parts, each against a baseline o
      store's cursor follows, the largest lag and how long shipping needs after ingest ends;
      then the shipper alone over the finished index (entries/s).
   2. search: an index of --entries events (bench_search's build), shipped whole; in-process
-     `reader.search` (what `ctxd search --team` runs) on one connection against local search
+     `summarizer.team.search.search` (what `ctxd search --team` runs) on one connection against local search
      on the same index, the same queries (drawn from the indexed text): median, p95.
   3. latency: with the daemon running and shipping, --appends events appended to the spool
      one at a time (as the hook writes them), each waited for in the local index and in the
@@ -46,12 +46,12 @@ from bench_search import build as build_index  # noqa: E402
 from bench_search import queries  # noqa: E402
 from pg_helpers import PgCluster  # noqa: E402
 
-from indexer import store  # noqa: E402
+from ctxd_hook.hook import append_line, build_line, segment_name  # noqa: E402
 from indexer.config import parse_config  # noqa: E402
-from indexer.hook import append_line, build_line, segment_name  # noqa: E402
+from indexer.index import store  # noqa: E402
 from indexer.paths import StatePaths  # noqa: E402
 from summarizer.search.service import Filters, search  # noqa: E402
-from summarizer.team import reader  # noqa: E402
+from summarizer.team import search as team_search  # noqa: E402
 from summarizer.team.schema import migrate  # noqa: E402
 from summarizer.team.shipper import Shipper  # noqa: E402
 
@@ -190,7 +190,7 @@ def part_rate(cluster: PgCluster, tmp: Path, events: int, rounds: int) -> None:
     _configure(paths, None)
     for segment in template.iterdir():
         os.link(segment, paths.spool / segment.name)
-    from indexer.writer import catch_up
+    from indexer.writer.catch_up import catch_up
 
     catch_up(paths)
     dsn = _database(cluster)
@@ -238,7 +238,7 @@ def part_search(cluster: PgCluster, tmp: Path, entries: int, count: int) -> None
                 search(local, text, f)
                 local_t.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                reader.search(team, PROJECT, text, f, now_ns=time.time_ns(), mark=("**", "**"))
+                team_search.search(team, PROJECT, text, f, now_ns=time.time_ns(), mark=("**", "**"))
                 team_t.append(time.perf_counter() - t0)
             print(
                 f"[search] {label}, {len(texts)} queries: team median"

@@ -38,16 +38,17 @@ sys.path.insert(0, str(REPO))
 
 from bench_ingest import build_spool  # noqa: E402
 
-from indexer import safefs, store  # noqa: E402
+from indexer import safefs  # noqa: E402
 from indexer.config import Config  # noqa: E402
-from indexer.ingest import Ingestor  # noqa: E402
-from indexer.ingest_lines import Batch  # noqa: E402
+from indexer.index import store  # noqa: E402
+from indexer.index.store import StoredEntry  # noqa: E402
+from indexer.index.transactions import transaction  # noqa: E402
+from indexer.ingest.ingestor import Ingestor  # noqa: E402
+from indexer.ingest.lines import Batch  # noqa: E402
 from indexer.models import Entry  # noqa: E402
 from indexer.paths import FILE_MODE, StatePaths  # noqa: E402
-from indexer.store import StoredEntry  # noqa: E402
-from indexer.transactions import transaction  # noqa: E402
-from indexer.view_writer import ViewWriter  # noqa: E402
-from indexer.writer import open_writer  # noqa: E402
+from indexer.views.writer import ViewWriter  # noqa: E402
+from indexer.writer.catch_up import open_writer  # noqa: E402
 
 BATCH = 800  # about what one 2 MB read of corpus-shaped lines holds
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from indexer import store
-from indexer.transactions import transaction
+from indexer.index import store
+from indexer.index.transactions import transaction
 
 PROJECT = "/home/dev/shop"
 SESSION_EVENTS = 500  # events per generated session

@@ -82,7 +82,7 @@ class translate_sqlite_errors:
     """Context manager and decorator: sqlite3 errors inside become IndexAccessError subclasses.
 
     `where` names the database (a path) or the query, so the message says what failed. Used
-    once, at the public API of the index (`indexer.query`); sqlite3 is not imported here, so
+    once, at the public API of the index (`indexer.queries.query`); sqlite3 is not imported here, so
     the hook, which imports this module, stays free of it.
     """
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from indexer.errors import InvalidIdError, StateDirError
-from indexer.hook_losses import prepare_counter
+from indexer.lost_events import prepare_counter
 from indexer.safefs import open_dir
 from indexer.statedir import state_dir as _resolve_state_dir
 

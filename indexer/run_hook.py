@@ -1,23 +1,28 @@
-"""The hook's entry script (`ctxd init` installs it, the plugin runs it): the hook from bytecode."""
+"""Stand-in for the hook launcher earlier versions installed here: runs ctxd_hook's hook."""
 
-# A script is compiled from source on every run, and the hook's 370 lines took ~1.7 ms of
-# the ~9 ms an event costs; a module imported from it is compiled once into __pycache__.
-# -I leaves this folder off sys.path: it is appended (the standard library stays first), and
-# `hook` is imported by the name of its file, which reuses indexer.hook's cached bytecode.
+# `ctxd init` of an earlier version installed `<python> -I -S …/indexer/run_hook.py` in the
+# hooks of Claude Code and Codex. The hook has a package of its own now (ctxd_hook), which
+# `ctxd init` installs instead and `ctxd doctor` asks for; until then this script keeps those
+# hooks recording, as fast as the launcher: it imports the hook by its file name from its
+# folder (cached bytecode), as ctxd_hook/run_hook.py does, rather than through runpy, whose
+# imports doubled an event's cost. The indexer itself never imports the hook, which sits above
+# it. Standard library only, as the hook.
 import os
 import sys
 
-if os.environ.get("CLAUDE_PLUGIN_ROOT"):
-    # Run by the Claude Code plugin, from Claude Code's copy of it: that folder is Claude
-    # Code's to remove, so the bytecode goes to the user's cache folder instead.
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    sys.pycache_prefix = os.path.join(cache, "ctxd", "pycache")
-sys.path.append(os.path.dirname(__file__))
-import hook  # type: ignore[import-not-found]
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
-sys.path.pop()  # the rest of indexer/ is not made importable as top-level modules
+if __name__ == "__main__":
+    try:
+        for folder in (
+            os.path.join(_HERE, os.pardir, "ctxd_hook"),  # installed: beside indexer/
+            os.path.join(_HERE, os.pardir, "plugin", "ctxd_hook"),  # in a checkout
+        ):
+            if os.path.isfile(os.path.join(folder, "hook.py")):
+                sys.path.append(os.path.normpath(folder))
+                import hook  # type: ignore[import-not-found]
 
-try:
-    hook.main()
-finally:
-    os._exit(0)  # as `python indexer/hook.py` does: no interpreter teardown, exit 0 always
+                hook.main()
+                break
+    finally:
+        os._exit(0)  # as the hook does: exit 0 always

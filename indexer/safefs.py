@@ -32,6 +32,7 @@ __all__ = [
     "rename",
     "rmtree",
     "unlink",
+    "unplain_kind",
     "write_atomic",
 ]
 
@@ -124,17 +125,25 @@ def open_file(root: StrPath, path: StrPath, flags: int, mode: int = FILE_MODE) -
 _INDEX_SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 
+def unplain_kind(path: StrPath) -> str:
+    """What `path` is if it exists and is no plain file ("a symlink", "not a regular file"),
+    by lstat (a link is never followed); "" if it is a plain file or does not exist."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return ""
+    if stat.S_ISREG(mode):
+        return ""
+    return "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+
+
 def refuse_linked_index(index_db: StrPath) -> None:
     """Raise StateDirError if the index or one of SQLite's files beside it is a symlink or not
     a regular file; called right before every connection to it."""
     for suffix in _INDEX_SUFFIXES:
         name = f"{os.fspath(index_db)}{suffix}"
-        try:
-            mode = os.lstat(name).st_mode
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(mode):
-            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+        kind = unplain_kind(name)
+        if kind:
             raise StateDirError(
                 f"{name} is {kind}: ctxd never follows a link in its state directory; "
                 "put the real file in its place (or remove it) and run the command again"

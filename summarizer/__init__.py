@@ -13,9 +13,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from summarizer.memory.inject import ContextAgent
+    from summarizer.agent import ContextAgent
 
-_EXPORTS = {"ContextAgent": "summarizer.memory.inject"}
+_EXPORTS = {"ContextAgent": "summarizer.agent"}
 
 __all__ = ["ContextAgent"]
 

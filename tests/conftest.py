@@ -11,18 +11,15 @@ import pytest
 
 # `from helpers import ...` works however pytest was started (rootdir, -p, python -m pytest).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# tests/indexer/ and tests/summarizer/ mirror the packages: the real packages
-# (the checkout's root) must be found before those folders.
+# tests/indexer/, tests/summarizer/ and tests/ctxd_hook/ mirror the packages: the real packages
+# (the checkout's root, and plugin/ for the hook's) must be found before those folders.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-# Some tests reuse another test module's helpers (`from test_daemon import ...`).
-sys.path.append(str(Path(__file__).resolve().parent / "e2e"))
-sys.path.append(str(Path(__file__).resolve().parent / "product"))
-sys.path.append(str(Path(__file__).resolve().parent / "indexer"))
-sys.path.append(str(Path(__file__).resolve().parent / "summarizer/cli"))
-sys.path.append(str(Path(__file__).resolve().parent / "summarizer/common"))
-sys.path.append(str(Path(__file__).resolve().parent / "summarizer/daemon"))
-sys.path.append(str(Path(__file__).resolve().parent / "summarizer/memory"))
-sys.path.append(str(Path(__file__).resolve().parent / "summarizer/resume"))
+# Some tests reuse another test module's helpers (`from test_daemon import ...`): every folder of
+# tests (they mirror the packages' folders) is importable, after the checkout's root.
+sys.path.extend(
+    sorted({str(t.parent) for t in Path(__file__).parent.resolve().rglob("*/test_*.py")})
+)
 
 from helpers import CORPUS
 from pg_helpers import PgCluster

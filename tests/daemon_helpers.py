@@ -10,10 +10,10 @@ from typing import Any
 
 from helpers import CORPUS
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config
-from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 
 HOOKS = CORPUS / "hooks"
 T0 = 1_790_000_000_000_000_000

@@ -20,8 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 # The real-payload corpus (not redistributable, so not committed): ../shared/corpus next to the
 # checkout, or $CTXD_TEST_CORPUS. Locally its tests skip without it; under CI=true the run fails.
 CORPUS = Path(os.environ.get("CTXD_TEST_CORPUS") or REPO.parent / "shared" / "corpus")
-HOOK = REPO / "indexer" / "run_hook.py"
-# The command Claude Code runs (see summarizer.cli.install): isolated mode, no site-packages.
+HOOK = REPO / "plugin" / "ctxd_hook" / "run_hook.py"
+# The command Claude Code runs (see summarizer.cli.setup.install): isolated mode, no site-packages.
 HOOK_CMD = (sys.executable, "-I", "-S", str(HOOK))
 # Variables that would redirect the state directory or the imports of a child process.
 _SCRUBBED = (
@@ -59,7 +59,7 @@ def run_hook(
     timeout: float = 30.0,
     **popen_kwargs: Any,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run the real hook script (`python -I -S indexer/run_hook.py`, what `ctxd init` installs) with `payload` on stdin.
+    """Run the real hook script (`python -I -S plugin/ctxd_hook/run_hook.py`, what `ctxd init` installs) with `payload` on stdin.
 
     `env` is passed as is (`{}` means no environment at all). Output is captured as bytes.
     """
@@ -199,8 +199,8 @@ def import_transcripts(state_dir: Path, files: list[Path]) -> Any:
     """Import transcript files into a state directory's index as `ctxd import` does, holding
     the writer lock; return the summed ImportStats."""
     from indexer.paths import StatePaths
-    from indexer.transcript_import import ImportStats, TranscriptImporter
-    from indexer.writer import open_writer, writer_lock
+    from indexer.writer.catch_up import open_writer, writer_lock
+    from indexer.writer.importer import ImportStats, TranscriptImporter
 
     paths = StatePaths(state_dir)
     with writer_lock(paths):

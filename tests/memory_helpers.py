@@ -10,11 +10,12 @@ from typing import Any
 
 import msgspec
 
-from indexer import hook, store
+from ctxd_hook import hook
+from indexer.index import store
 from indexer.models import Entry
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
-from summarizer.cli.demo_session import demo_session
+from indexer.writer.catch_up import catch_up
+from summarizer.cli.commands.demo_session import demo_session
 
 PROJECT = "/home/dev/shop"
 SESSION = "5e1d0c2a-7f3b-4a9e-8c6d-1b2a3c4d5e6f"
@@ -38,7 +39,7 @@ def replay(state_dir: Path, payloads: Iterable[dict[str, Any]], cwd: str = PROJE
 
 
 def demo_paths(state_dir: Path) -> StatePaths:
-    """A state directory holding the indexed demo session (summarizer.cli.demo_session)."""
+    """A state directory holding the indexed demo session (summarizer.cli.commands.demo_session)."""
     return replay(state_dir, demo_session(PROJECT))
 
 
@@ -133,11 +134,12 @@ def dump_memory(conn: sqlite3.Connection) -> dict[str, Any]:
     return out
 
 
-def jobs_beside_a_writer(state_dir: Path, stack: Any) -> tuple[Any, Any]:
+def jobs_beside_a_writer(state_dir: Path, stack: Any, *after: Any) -> tuple[Any, Any]:
     """A daemon's compaction jobs started beside a writer the test holds (closed by `stack`),
-    with one prompt indexed; the interval is an hour, so only requests start runs."""
+    with one prompt indexed; the interval is an hour, so only requests start runs. `after` is
+    called after each compaction, besides the daemon's own callbacks."""
     from indexer.config import Config, SummarizerConfig
-    from indexer.writer import open_writer, writer_lock
+    from indexer.writer.catch_up import open_writer, writer_lock
     from summarizer.daemon import jobs
     from summarizer.daemon.service import Daemon
 
@@ -150,7 +152,9 @@ def jobs_beside_a_writer(state_dir: Path, stack: Any) -> tuple[Any, Any]:
     stack.callback(daemon.writer.conn.close)
     daemon.writer.start()
     daemon.writer.pass_once()
-    started = jobs.start_jobs(daemon)
+    started = jobs.CompactionJobs(daemon)
+    started.after_compaction.extend(after)
+    started.start()
     stack.callback(started.stop)
     stack.callback(daemon.stopping.set)
     return daemon, started

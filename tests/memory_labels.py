@@ -18,9 +18,9 @@ from typing import Any
 
 from helpers import CORPUS, REPO, import_transcripts
 
-from indexer import history
 from indexer.config import Config
 from indexer.paths import StatePaths
+from indexer.queries import history
 from summarizer.common.tokens import get_counter
 from summarizer.memory.store import compact
 from summarizer.resume import writer as resume

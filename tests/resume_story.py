@@ -12,7 +12,7 @@ from typing import Any
 
 from helpers import REPO, clean_env, poll
 
-from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session
 
 SID = DEMO_SESSION_ID
 PROJECT_FILES = (

@@ -64,7 +64,7 @@ class HookRun:
 
 
 def run_hook_as_subreaper(payload: bytes, env: Mapping[str, str], cwd: Path) -> HookRun:
-    """Run `python -I -S indexer/run_hook.py` under a subreaper; see the module docstring."""
+    """Run `python -I -S plugin/ctxd_hook/run_hook.py` under a subreaper; see the module docstring."""
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", _WRAPPER, json.dumps(list(HOOK_CMD))],
         input=payload,

@@ -13,7 +13,7 @@ from test_crash import generate
 
 from indexer.config import Config, parse_config
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 
 
 def team_config(project: str = "proj-a", **team: Any) -> Config:

@@ -144,7 +144,7 @@ def test_every_option_of_every_command_is_in_its_reference_row() -> None:
 
 
 def test_help_groups_hold_every_command() -> None:
-    from summarizer.cli.helpgroups import GROUPS
+    from summarizer.cli.terminal.help_groups import GROUPS
 
     grouped = {name for _, names in GROUPS for name in names}
     assert set(_subcommands()) <= grouped, set(_subcommands()) - grouped
@@ -157,7 +157,7 @@ def test_help_groups_hold_every_command() -> None:
 def test_install_instructions_name_no_unpublished_package() -> None:
     # No release is published: every install command installs from a checkout or a repository,
     # never a name from PyPI (`ctxd` there is another project, `ctxd-claude` is not there).
-    from indexer.plugin import install_command
+    from ctxd_hook.plugin import install_command
 
     unpublished = re.compile(
         r"(?:pip|pipx|uv tool|uv pip) install (?:-\S+ )*ctxd(?:-claude)?(?![-\w/.])"
@@ -347,7 +347,7 @@ def test_readme_is_at_most_300_lines() -> None:
 
 
 def test_readme_names_the_help_groups() -> None:
-    from summarizer.cli.helpgroups import GROUPS
+    from summarizer.cli.terminal.help_groups import GROUPS
 
     named = re.search(
         r"`ctxd --help` lists the commands by what you do with them \(([^)]*)\)", README

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from indexer.prepare_worker import PrepareWorker
+from indexer.ingest.worker import PrepareWorker
 
 # A worker that says ready, then answers every batch with bytes that are no reply.
 GARBAGE_WORKER = (

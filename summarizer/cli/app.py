@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
     argv: ClassVar[list[str]] = []  # what main() parses, for the did-you-mean of an unknown option
 
     def error(self, message: str) -> NoReturn:
-        from summarizer.cli.suggest import with_suggestion
+        from summarizer.cli.terminal.suggest import with_suggestion
 
         required = "the following arguments are required: "
         if message.startswith(required):
@@ -34,7 +34,7 @@ class _TopParser(_Parser):
     """The `ctxd` parser: its help lists the commands by what people do with them."""
 
     def format_help(self) -> str:
-        from summarizer.cli.helpgroups import grouped_commands
+        from summarizer.cli.terminal.help_groups import grouped_commands
 
         text = super().format_help()
         start, end = text.find("positional arguments:"), text.find("options:")
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add(
         "demo",
-        "summarizer.cli.demo:cmd_demo",
+        "summarizer.cli.commands.demo:cmd_demo",
         "replay a recorded multi-agent session into a temporary project and show the result",
     )
     p.add_argument(
@@ -100,30 +100,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     add(
         "run",
-        "summarizer.daemon.service:cmd_run",
+        "summarizer.daemon.run:cmd_run",
         "run the daemon in the foreground (ingest, views, scheduled jobs)",
     )
     add(
         "ingest",
-        "summarizer.cli.index:cmd_ingest",
+        "summarizer.cli.commands.index:cmd_ingest",
         "index everything in the spool now (one catch-up pass)",
     )
     p = add(
-        "status", "summarizer.cli.status:cmd_status", "show daemon, spool lag and index counts"
+        "status",
+        "summarizer.cli.commands.status:cmd_status",
+        "show daemon, spool lag and index counts",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
     add(
         "rebuild",
-        "summarizer.cli.index:cmd_rebuild",
+        "summarizer.cli.commands.index:cmd_rebuild",
         "regenerate every per-agent view and the search index from the index",
     )
-    from summarizer.cli import parse_import
+    from summarizer.cli.parsers import imports as parse_import
 
     parse_import.register(add)
 
     p = add(
         "read",
-        "summarizer.cli.read:cmd_read",
+        "summarizer.cli.commands.read:cmd_read",
         "print one agent's recent history",
     )
     p.add_argument(
@@ -141,12 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("json", "text"), default="json", help="output format (default json)"
     )
     p.add_argument("--include-metadata", action="store_true", help="include file metadata")
-    from summarizer.cli import parse_memory as cli_memory
-    from summarizer.cli import parse_search as cli_search
-    from summarizer.cli import parse_sessions as cli_sessions
-    from summarizer.cli import parse_task as cli_task
-    from summarizer.cli import parse_team as cli_team
-    from summarizer.cli import view as cli_view
+    from summarizer.cli.commands import view as cli_view
+    from summarizer.cli.parsers import memory as cli_memory
+    from summarizer.cli.parsers import search as cli_search
+    from summarizer.cli.parsers import sessions as cli_sessions
+    from summarizer.cli.parsers import task as cli_task
+    from summarizer.cli.parsers import team as cli_team
 
     cli_memory.register(add)
     cli_sessions.register(add)
@@ -182,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = args.command_name
     try:
         from indexer import redact_last_resort
-        from summarizer.cli.guard import run_guarded
+        from summarizer.cli.commands.guard import run_guarded
 
         redact_last_resort()  # what a command logs may quote an event
 
@@ -193,8 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # the CLI edge: one line, non-zero exit, never a traceback
-        from indexer.errors import CtxdError
-        from summarizer.cli.colour import error_word
+        from indexer import CtxdError
+        from summarizer.cli.terminal.colour import error_word
 
         if isinstance(e, CtxdError):
             print(f"ctxd {name}: {error_word()} {e}", file=sys.stderr)

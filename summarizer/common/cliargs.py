@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from indexer.paths import StatePaths, resolve_state_paths
+from indexer import StatePaths, resolve_state_paths
 
 
 def state_paths(args: argparse.Namespace) -> StatePaths:

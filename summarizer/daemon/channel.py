@@ -1,6 +1,6 @@
 """The daemon's side of the request channel: one thread blocked in accept(), handlers by name.
 
-Clients connect to `daemon.sock` (see indexer.daemon_channel) and send one request, a JSON
+Clients connect to `daemon.sock` (see indexer.daemon.protocol) and send one request, a JSON
 object with an "op". `ping` is answered here with the daemon's pid; any other op goes to the
 handler registered under its name, which answers through `Reply` when it is done (the
 compaction handler only after the compaction it waits for). A connection closed without a

@@ -6,10 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from indexer import IngestStats
-from indexer.config import Config
-from indexer.paths import StatePaths
-from indexer.writer import IndexWriter
+from indexer import Config, IndexWriter, IngestStats, StatePaths
 
 if TYPE_CHECKING:
     from summarizer.daemon.channel import RequestHandler

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from indexer import history, malloc_trim, release_memory
 from summarizer.daemon.run_events import RunEvents
 from summarizer.daemon.waiters import Waiters
-from summarizer.memory import hooks
+from summarizer.memory.hooks import AfterCompaction
+from summarizer.resume.writer import refresh_after_compaction
 
 if TYPE_CHECKING:
     from indexer import IngestStats
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
     from summarizer.daemon.host import DaemonHost as Daemon
 
 log = logging.getLogger("ctxd.jobs")
-
-# The one list (tests and the resume feature reach it here).
-AFTER_COMPACTION = hooks.AFTER_COMPACTION
 
 JOB_ID = "compact"
 RELEASE_JOB_ID = "release-tokenizer"
@@ -64,6 +62,8 @@ class CompactionJobs:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
         self.config = daemon.config
+        # Called after each of this daemon's compactions (scheduled, triggered or requested).
+        self.after_compaction: list[AfterCompaction] = [refresh_after_compaction]
         self.scheduler: Any = None
         self.runs = 0
         self.skipped = 0  # interval runs skipped: nothing new to compact
@@ -305,6 +305,7 @@ class CompactionJobs:
             trigger=trigger,
             lock=self.daemon.index_lock,
             should_stop=self.daemon.stopping.is_set,
+            after=self.after_compaction,
         )
         self.runs += 1
 

@@ -9,9 +9,7 @@ import os
 from pathlib import Path
 from typing import cast
 
-from indexer import RedactingFormatter, safefs
-from indexer.config import Config
-from indexer.paths import StatePaths
+from indexer import Config, RedactingFormatter, StatePaths, safefs
 
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):

@@ -16,7 +16,7 @@ def main(argv: list[str]) -> int:
     """`python -m summarizer.daemon.prebuild STATE_DIR`: catch up index and trigger states."""
     if len(argv) != 1:
         return 2
-    from indexer.paths import StatePaths
+    from indexer import StatePaths
     from summarizer.daemon.session_jobs import catch_up_sessions
 
     try:

@@ -10,10 +10,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from indexer import RetentionReport, prune_quarantine, prune_spool, purge, safefs
-from indexer.config import Config
-from indexer.errors import StateDirError
-from indexer.paths import StatePaths, is_valid_session_id
+from indexer import (
+    Config,
+    RetentionReport,
+    StateDirError,
+    StatePaths,
+    is_valid_session_id,
+    prune_quarantine,
+    prune_spool,
+    purge,
+    safefs,
+)
 from summarizer.handoff.queue import ACCOUNTS_DIR, HANDOFF_DIR
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""`ctxd run`: the daemon loop: watchdog wake-ups, a rescan that guarantees progress, signals.
+"""The daemon loop (`ctxd run`): watchdog wake-ups, a rescan that guarantees progress, signals.
 
 watchdog only wakes the loop (I7): inotify coalesces and drops events and an exception in a
 handler kills its dispatcher thread, so a stat rescan is what guarantees progress, and a dead
@@ -11,7 +11,6 @@ come over the state dir's socket (summarizer.daemon.channel), signals through a 
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -22,12 +21,21 @@ from dataclasses import dataclass
 
 from indexer import (
     LARGE_PASS_LINES,
+    SOCKET_NAME,
     WRITER_CACHE_KIB,
+    Config,
+    CtxdError,
+    IndexWriter,
     IngestStats,
     SpoolSnapshot,
+    StateDirError,
+    StatePaths,
     daemon_channel,
+    daemon_writer_lock,
     has_unread,
     history,
+    lag,
+    open_writer,
     query,
     release_memory,
     safefs,
@@ -36,18 +44,13 @@ from indexer import (
     unread_bytes,
     write_atomic,
 )
-from indexer.config import Config, load_config
-from indexer.daemon_channel import SOCKET_NAME
-from indexer.errors import CtxdError, StateDirError
-from indexer.paths import StatePaths
-from indexer.writer import IndexWriter, daemon_writer_lock, lag, open_writer
 from summarizer.daemon.channel import RequestHandler, RequestServer
 from summarizer.daemon.host import BatchListener
 from summarizer.daemon.logfile import setup_logging
-from summarizer.daemon.wakeup import Wakeup, install_signal_handlers
+from summarizer.daemon.wakeup import Wakeup
 from summarizer.daemon.watcher import WAKE_EVENTS, SpoolWatcher
 
-__all__ = ["WAKE_EVENTS", "Daemon", "SpoolWatcher", "cmd_run", "setup_logging"]
+__all__ = ["WAKE_EVENTS", "Daemon", "SpoolWatcher", "setup_logging"]
 
 log = logging.getLogger("ctxd.daemon")
 
@@ -371,30 +374,3 @@ class Daemon:
             write_atomic(self.paths.daemon_json, json.dumps(info).encode(), root=self.paths.root)
         except Exception:
             log.exception("heartbeat failed")
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    """Run the daemon in the foreground until SIGTERM or Ctrl-C."""
-    from summarizer.common.cliargs import state_paths
-
-    paths = state_paths(args)
-    paths.ensure()
-    try:
-        config = load_config(paths.config)
-    except CtxdError as e:  # `ctxd start` detaches the daemon from the terminal: log why
-        setup_logging(paths, Config(), to_stderr=os.isatty(2))
-        log.error("the daemon cannot start: %s", e)
-        raise
-    setup_logging(paths, config, to_stderr=os.isatty(2))
-    daemon = Daemon(paths, config)
-    install_signal_handlers(daemon)
-    return daemon.run(on_start=_start_jobs)
-
-
-def _start_jobs(daemon: Daemon) -> None:
-    """Start the session listeners (todos, resume states, retention) and the scheduled jobs."""
-    from summarizer.daemon.jobs import start_jobs
-    from summarizer.daemon.session_jobs import attach
-
-    attach(daemon)
-    start_jobs(daemon)

@@ -6,10 +6,7 @@ import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
-from indexer import history
-from indexer.config import Config
-from indexer.paths import StatePaths
-from indexer.session_query import agents_ended_after, last_trigger
+from indexer import Config, StatePaths, agents_ended_after, history, last_trigger
 from summarizer.daemon.retention import start_retention_job
 from summarizer.daemon.watermark import WatermarkListener
 from summarizer.handoff.account import write_accounts
@@ -114,7 +111,6 @@ def attach(daemon: Daemon) -> None:
 
     task_jobs.attach(daemon)
     team_job.start_team_shipping(daemon)  # when a team database is configured
-    resume.register_after_compaction()
 
 
 def catch_up_sessions(paths: StatePaths, config: Config | None = None) -> str:
@@ -123,9 +119,7 @@ def catch_up_sessions(paths: StatePaths, config: Config | None = None) -> str:
     Returns why nothing could be brought up to date ("" if it was): the state dir cannot be
     written (a read-only mount, say); the index is then read as it is.
     """
-    from indexer.config import load_config
-    from indexer.errors import IndexBusyError
-    from indexer.writer import catch_up, writer_lock
+    from indexer import IndexBusyError, catch_up, load_config, writer_lock
 
     cfg = config if config is not None else load_config(paths.config)
     result = catch_up(paths, cfg)

@@ -6,7 +6,7 @@ import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
-from indexer.task_lookup import completed_tasks
+from indexer import completed_tasks
 from summarizer.daemon.watermark import Duty, WatermarkListener
 from summarizer.tasks.lifecycle import purge_completed
 

@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from indexer import IngestStats
-from indexer.errors import CtxdError
+from indexer import CtxdError, IngestStats
 from summarizer.team.identity import TeamSettings
 from summarizer.team.state import record_failure
 

@@ -10,11 +10,7 @@ import json
 import sqlite3
 import time
 
-from indexer import write_atomic
-from indexer.agentid import AGENT_ID_RE, is_valid_agent_id
-from indexer.models import Entry
-from indexer.paths import StatePaths
-from indexer.session_query import agent_last_run
+from indexer import AGENT_ID_RE, Entry, StatePaths, agent_last_run, is_valid_agent_id, write_atomic
 from summarizer.common.failures import quoted
 from summarizer.common.neutralize import neutralize
 from summarizer.handoff.prepare import MAX_TOKENS, within_budget

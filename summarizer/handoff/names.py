@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from indexer.agentid import extract_agent_id
+from indexer import extract_agent_id
 
 __all__ = ["Names", "names_in"]
 

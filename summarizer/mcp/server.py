@@ -7,9 +7,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from indexer import redact_text
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
+from indexer import CtxdError, StatePaths, redact_text
 from summarizer.mcp import team_tools, tools
 from summarizer.search.service import Filters
 

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from indexer.config import load_config
-from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
-from summarizer.mcp.tools import ToolInputError, check_budget, fit
+from indexer import StatePaths, is_valid_session_id, load_config
+from summarizer.mcp.tools import ToolInputError, check_budget, checked_history_args, fit
 from summarizer.search.service import Filters, iso_utc, validate
 from summarizer.team import reader, recall
+from summarizer.team import search as team_search
 
 __all__ = [
     "agent_history_tool",
@@ -37,7 +37,7 @@ def search_tool(paths: StatePaths, query: str, filters: Filters, budget: int) ->
     check_budget(budget)
     validate(query, filters)
     with _team(paths) as (conn, project):
-        hits = reader.search(
+        hits = team_search.search(
             conn, project, query, filters, now_ns=time.time_ns(), mark=("**", "**")
         )
     if not hits:
@@ -92,14 +92,7 @@ def agent_history_tool(
     paths: StatePaths, agent_id: str, session: str | None, lines: int, budget: int
 ) -> str:
     """An agent's latest entries in the team store, newest first."""
-    check_budget(budget)
-    agent = agent_id.lower()
-    if not is_valid_view_name(agent):
-        raise ToolInputError("invalid agent_id ('main' is the orchestrator)")
-    if session is not None and not is_valid_session_id(session):
-        raise ToolInputError("invalid session id")
-    if not 1 <= lines <= 1000:
-        raise ToolInputError("lines must be between 1 and 1000")
+    agent = checked_history_args(agent_id, session, lines, budget)
     with _team(paths) as (conn, project):
         sid, who, events = recall.agent_history(conn, project, agent, session, lines)
     if not events:

@@ -13,10 +13,16 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from indexer import recall, redact_entry, redact_text
-from indexer.config import load_config
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
+from indexer import (
+    CtxdError,
+    StatePaths,
+    is_valid_session_id,
+    is_valid_view_name,
+    load_config,
+    recall,
+    redact_entry,
+    redact_text,
+)
 from summarizer.common.failures import quoted
 from summarizer.common.neutralize import neutralize
 from summarizer.common.tokens import get_counter
@@ -63,6 +69,20 @@ def fit(header: str, lines: list[str], budget: int) -> str:
 def check_budget(budget: int) -> None:
     if not MIN_BUDGET <= budget <= MAX_BUDGET:
         raise ToolInputError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} tokens")
+
+
+def checked_history_args(agent_id: str, session: str | None, lines: int, budget: int) -> str:
+    """Check an agent-history call's arguments (ToolInputError says what is wrong); the agent
+    id as stored (lower case)."""
+    check_budget(budget)
+    agent = agent_id.lower()
+    if not is_valid_view_name(agent):
+        raise ToolInputError("invalid agent_id ('main' is the orchestrator)")
+    if session is not None and not is_valid_session_id(session):
+        raise ToolInputError("invalid session id")
+    if not 1 <= lines <= 1000:
+        raise ToolInputError("lines must be between 1 and 1000")
+    return agent
 
 
 @contextmanager
@@ -134,14 +154,7 @@ def agent_history_tool(
     budget: int = DEFAULT_BUDGET,
 ) -> str:
     """One agent's latest entries (newest last), like `ctxd read`."""
-    check_budget(budget)
-    agent = agent_id.lower()
-    if not is_valid_view_name(agent):
-        raise ToolInputError("invalid agent_id ('main' is the orchestrator)")
-    if session is not None and not is_valid_session_id(session):
-        raise ToolInputError("invalid session id")
-    if not 1 <= lines <= 1000:
-        raise ToolInputError("lines must be between 1 and 1000")
+    agent = checked_history_args(agent_id, session, lines, budget)
     with _connection(paths) as conn:
         if conn is None:
             return _NOTHING

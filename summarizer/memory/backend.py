@@ -8,7 +8,7 @@ import signal
 import subprocess
 from typing import Protocol
 
-from indexer.config import SummarizerConfig
+from indexer import SummarizerConfig
 from summarizer.common.budget import pack_items, utf16_len
 from summarizer.common.tokens import TokenCounter, sanitize
 

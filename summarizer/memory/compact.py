@@ -1,12 +1,14 @@
 """Compaction entry points: in process under the writer lock, or asked of the daemon (I8).
 
-`ctxd compact`, `ContextAgent.summarize()` and `get_injection()` call `compact_now()`. When a
-daemon runs (its socket answers: indexer.daemon_channel), a second writer is not allowed (I8):
+`ctxd compact`, `ContextAgent.summarize()` and `get_injection()` call `compact_now()`, with the
+callbacks to run after a compaction done here (`after`: other features' refresh). When a
+daemon runs (its socket answers: indexer.daemon.protocol), a second writer is not allowed (I8):
 it waits until the daemon has indexed the spool, asks it to compact over the socket, and waits
 for its answer, sent once the context files cover every entry indexed at the time of the
 request (meta `mem.published`). Without a daemon it takes `daemon.lock`, catches the index up
 and compacts itself; while another process holds the lock (a command, or the builder the
-PreCompact hook starts) it waits for it, within the same time limit.
+PreCompact hook starts) it waits for it, within the same time limit. A daemon runs its own
+callbacks after its compactions.
 """
 
 from __future__ import annotations
@@ -15,25 +17,31 @@ import contextlib
 import logging
 import sqlite3
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer import daemon_channel, history, iso_utc, search_index
-from indexer.config import Config
-from indexer.errors import CtxdError, IndexBusyError
-from indexer.paths import StatePaths
-from indexer.writer import (
+from indexer import (
     LOCK_SLICE_S,
+    Config,
+    CtxdError,
+    IndexBusyError,
+    StatePaths,
+    daemon_channel,
     daemon_running,
+    history,
     ingest_spool,
+    iso_utc,
+    search_index,
     wait_for_daemon,
     writer_lock,
 )
 from summarizer.common.tokens import get_counter
-from summarizer.memory import hooks
 from summarizer.memory.backend import backend_for
-from summarizer.memory.store import CompactStats, compact, count_new, load_memory
+from summarizer.memory.hooks import AfterCompaction
+from summarizer.memory.reader import count_new, load_memory
+from summarizer.memory.store import CompactStats, compact
 from summarizer.memory.summary import Published, publish
 
 log = logging.getLogger("ctxd.compact")
@@ -75,8 +83,9 @@ def compact_and_publish(
     trigger: str,
     lock: AbstractContextManager[Any] | None = None,
     should_stop: Any = None,
+    after: Sequence[AfterCompaction] = (),
 ) -> CompactionResult:
-    """Compact new entries, write the context files, record the time, run AFTER_COMPACTION.
+    """Compact new entries, write the context files, record the time, call `after`.
 
     The caller holds the writer flock; `lock` (the daemon's index lock) is taken around each
     index write so that ingest and compaction never write at once, and only then: reading,
@@ -95,9 +104,9 @@ def compact_and_publish(
         history.set_meta(conn, "mem.published", str(memory.watermark))
         history.set_meta(conn, "last_compaction", iso_utc(time.time_ns()))
         history.set_meta(conn, "last_compaction_trigger", trigger)
-    # The hooks only read the index (and tokenize, and write their own files under their own
-    # locks): outside the index lock, so ingest passes go on meanwhile.
-    run_after_compaction(conn, paths, config)
+    # The callbacks only read the index (and tokenize, and write their own files under their
+    # own locks): outside the index lock, so ingest passes go on meanwhile.
+    run_after_compaction(conn, paths, config, after)
     # Ingest has caught up: a few bounded steps keep the search index in few segments.
     search_index.merge_segments(conn, lock=guard, should_stop=should_stop)
     try:
@@ -119,35 +128,28 @@ def compact_and_publish(
     return CompactionResult(False, memory.watermark, new_d, new_f, stats, result)
 
 
-def register_default_hooks() -> None:
-    """Register the after-compaction hooks every process needs: the resume states' refresh.
-
-    A plain import, not a module name in a string: the layering test sees this dependency. It
-    is imported here, when the first compaction ends, because `ctxd compact`, `ctxd inject`
-    and ContextAgent compact in processes that never load the daemon.
-    """
-    from summarizer.resume.writer import register_after_compaction
-
-    register_after_compaction()
-
-
-def run_after_compaction(conn: sqlite3.Connection, paths: StatePaths, config: Config) -> None:
-    """Call every AFTER_COMPACTION hook; a failing hook is logged and the others still run."""
-    try:
-        register_default_hooks()
-    except Exception:  # a broken feature must not stop the others' hooks
-        log.exception("cannot register the resume hook")
-    for hook in list(hooks.AFTER_COMPACTION):
+def run_after_compaction(
+    conn: sqlite3.Connection, paths: StatePaths, config: Config, after: Sequence[AfterCompaction]
+) -> None:
+    """Call every callback of `after`; a failing one is logged and the others still run."""
+    for callback in tuple(after):  # the daemon's list may change while a callback runs
         try:
-            hook(conn, paths, config)
+            callback(conn, paths, config)
         except Exception:
-            log.exception("after-compaction hook %r failed", hook)
+            log.exception("after-compaction callback %r failed", callback)
 
 
 def compact_now(
-    paths: StatePaths, config: Config, *, trigger: str, wait_s: float | None = None
+    paths: StatePaths,
+    config: Config,
+    *,
+    trigger: str,
+    wait_s: float | None = None,
+    after: Sequence[AfterCompaction] = (),
 ) -> CompactionResult:
     """Bring the index and the memory up to date, here or by asking the daemon (see module doc).
+
+    `after` runs after a compaction done in this process; a daemon runs its own callbacks.
 
     Raises CompactionTimeout when a running daemon does not index or compact within `wait_s`
     (default `[summarizer] request_timeout_s`), or when another process keeps the writer lock
@@ -167,7 +169,7 @@ def compact_now(
                 ingest_spool(paths, config)
                 conn = history.connect(paths.index_db)
                 try:
-                    return compact_and_publish(conn, paths, config, trigger=trigger)
+                    return compact_and_publish(conn, paths, config, trigger=trigger, after=after)
                 finally:
                     conn.close()
         except IndexBusyError:

@@ -13,9 +13,7 @@ import threading
 import time
 from typing import Any
 
-from indexer import hook
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths, is_valid_session_id, resolve_state_paths
+from indexer import CtxdError, StatePaths, append_event, is_valid_session_id, resolve_state_paths
 
 KINDS = ("decision", "failure", "constraint", "feature_start", "feature_complete", "note")
 # Outside Claude Code, explicit events go to a stream of their own, named so that nobody takes
@@ -66,7 +64,7 @@ def default_session(paths: StatePaths) -> str:
     if session:
         return session
     if os.environ.get("CLAUDECODE") == "1":
-        from indexer.cli_queries import newest_active_session, open_readonly
+        from indexer import newest_active_session, open_readonly
 
         conn = open_readonly(paths.index_db)
         if conn is not None:
@@ -110,7 +108,7 @@ def emit(
         # nanosecond, so wait for the clock to pass the previous emit's time.
         while time.time_ns() <= _LAST_NS[0]:
             time.sleep(0)
-        written = hook.run(data, {"CTXD_HOME": str(target.root)}, directory)
+        written = append_event(data, str(target.root))
         _LAST_NS[0] = time.time_ns()
     if not written:
         raise EmitError("nothing was written to the spool")

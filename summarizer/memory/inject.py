@@ -8,12 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from indexer import history, hook
-from indexer.config import Config, load_config
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
-from indexer.writer import lag
+from indexer import Config, CtxdError, StatePaths, history, lag, load_config
+from indexer import state_dir as resolve_state_dir
 from summarizer.common.tokens import get_counter
+from summarizer.memory.hooks import AfterCompaction
 from summarizer.memory.inject_cache import (
     current_watermark,
     empty_injection,
@@ -50,7 +48,7 @@ def _state_paths(
     root = str(Path(project_root).absolute())
     # The same rule the hooks use, with the orchestrator's project as CLAUDE_PROJECT_DIR.
     environ = {**os.environ, "CLAUDE_PROJECT_DIR": root}
-    return StatePaths(Path(hook.state_dir(environ, root)).absolute())
+    return StatePaths(Path(resolve_state_dir(environ, root)).absolute())
 
 
 class ContextAgent:
@@ -58,6 +56,8 @@ class ContextAgent:
 
     `project_root` is the orchestrated project; its state directory is found like the hooks
     find it ($CTXD_HOME, else <project_root>/.ctxd), or given as `state_dir`.
+    `after_compaction` runs after each compaction it does in process (the public
+    `summarizer.ContextAgent` passes the session notes' refresh).
     """
 
     def __init__(
@@ -66,9 +66,11 @@ class ContextAgent:
         *,
         state_dir: str | os.PathLike[str] | None = None,
         refresh: bool = True,
+        after_compaction: Sequence[AfterCompaction] = (),
     ) -> None:
         self.paths = _state_paths(project_root, state_dir)
         self.refresh = refresh
+        self.after_compaction = tuple(after_compaction)
 
     def _config(self) -> Config:
         return load_config(self.paths.config)
@@ -82,7 +84,8 @@ class ContextAgent:
             return empty_injection(f"{type(e).__name__}: {e}")
 
     def _injection(self, feature_id: str | None, budget: int) -> dict[str, Any]:
-        from summarizer.memory.store import has_memory, load_memory, watermark
+        from summarizer.memory.reader import load_memory
+        from summarizer.memory.store import has_memory, watermark
         from summarizer.memory.summary import read_summary, render_summary, summary_lines
 
         config = self._config()
@@ -137,6 +140,7 @@ class ContextAgent:
                 config,
                 trigger="inject",
                 wait_s=min(5.0, config.summarizer.request_timeout_s),
+                after=self.after_compaction,
             )
         except Exception as e:  # stale context is better than none
             log.warning("could not refresh the memory before injecting: %s", e)
@@ -148,7 +152,12 @@ class ContextAgent:
         from summarizer.memory.compact import compact_now
 
         try:
-            result = compact_now(self.paths, self._config(), trigger=trigger or "manual")
+            result = compact_now(
+                self.paths,
+                self._config(),
+                trigger=trigger or "manual",
+                after=self.after_compaction,
+            )
         except Exception as e:
             log.warning("summarize failed: %s", e, exc_info=True)
             return {
@@ -174,7 +183,12 @@ class ContextAgent:
 
 
 def injection_for_cli(
-    paths: StatePaths, feature_id: str | None, budget: int | None, key: str
+    paths: StatePaths,
+    feature_id: str | None,
+    budget: int | None,
+    key: str,
+    *,
+    after_compaction: Sequence[AfterCompaction] = (),
 ) -> dict[str, Any]:
     """`ctxd inject`'s slow path: catch up and compact first (I12), compute the injection and
     keep it under `key` when the memory did not move meanwhile."""
@@ -182,7 +196,7 @@ def injection_for_cli(
 
     config = load_config(paths.config)
     if paths.root.is_dir():
-        compact_now(paths, config, trigger="inject")
+        compact_now(paths, config, trigger="inject", after=after_compaction)
     before = current_watermark(paths)
     agent = ContextAgent(state_dir=paths.root, refresh=False)
     tokens = budget if budget is not None else config.summarizer.injection_budget
@@ -192,5 +206,3 @@ def injection_for_cli(
     if before is not None and current_watermark(paths) == before:
         remember_injection(paths, key, before, injection)
     return injection
-
-

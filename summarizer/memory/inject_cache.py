@@ -7,7 +7,7 @@ config file and the flags, so it is kept in `context/injection-cache.json` under
 answer is used only while the index covers every complete spool line and the context files
 cover every indexed entry; otherwise the caller catches up and computes (I12).
 
-Standard library only (plus sqlite3 and indexer.readonly): this is the fast path.
+Standard library only (plus sqlite3 and indexer.queries.readonly): this is the fast path.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ import json
 import os
 from typing import Any
 
-from indexer import query, write_atomic
-from indexer.paths import StatePaths
-from indexer.query import connect_readonly, index_is_current
+from indexer import StatePaths, connect_readonly, index_is_current, query, write_atomic
 
 __all__ = [
     "CACHE_FILE",

@@ -6,9 +6,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from indexer.config import Config, SummarizerConfig
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
+from indexer import Config, CtxdError, StatePaths, SummarizerConfig
 from summarizer.common.budget import pack_items, utf16_len
 from summarizer.common.models import Memory
 from summarizer.common.neutralize import neutralize
@@ -184,7 +182,7 @@ def prebuild_injection(
 ) -> None:
     """After a compaction: keep `ctxd inject`'s default answer for the new memory, if the
     config file still says what `config` says (the key is the file's bytes)."""
-    from indexer.config import parse_config
+    from indexer import parse_config
     from summarizer.memory.inject_cache import cache_key, read_config_bytes
 
     raw = read_config_bytes(paths)

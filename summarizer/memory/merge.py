@@ -8,9 +8,7 @@ import sqlite3
 from dataclasses import astuple
 from typing import Any, TypeVar
 
-from indexer import history
-from indexer.config import SummarizerConfig
-from indexer.search_index import index_memory
+from indexer import SummarizerConfig, history, index_memory
 from summarizer.common import text as tx
 from summarizer.common.acks import note_ack
 from summarizer.common.neutralize import NEUTRALIZED_META

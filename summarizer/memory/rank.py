@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from indexer.config import SummarizerConfig
+from indexer import SummarizerConfig
 
 T = TypeVar("T")
 _NS_PER_HOUR = 3_600_000_000_000

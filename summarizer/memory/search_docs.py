@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from indexer.search_index import MemoryDoc, failure_body
+from indexer import MemoryDoc, failure_body
 from summarizer.memory.tables import ConstraintRow, DecisionRow, FailureRow
 
 

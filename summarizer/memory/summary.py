@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer import history, iso_utc, query, write_atomic
-from indexer.config import SummarizerConfig
-from indexer.paths import StatePaths
+from indexer import StatePaths, SummarizerConfig, history, iso_utc, query, write_atomic
 from summarizer.common.failures import quoted
 from summarizer.common.models import Memory
 from summarizer.common.neutralize import neutralize

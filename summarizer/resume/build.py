@@ -7,10 +7,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from indexer import history, query
-from indexer.config import load_config
-from indexer.paths import StatePaths
-from indexer.writer import catch_up, is_locked
+from indexer import StatePaths, catch_up, history, is_locked, load_config, query
 from summarizer.resume import writer as resume
 from summarizer.resume.files import CLEAR_HANDOFF_S
 from summarizer.resume.todos import session_todos, write_todos

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 
-from summarizer.resume.handback import NOTES_HEAD, LiveContext
-from summarizer.resume.spool_tail import TAIL_BYTES, read_tail
+from summarizer.resume.handback import NOTES_HEAD, LiveContext, read_back_to
+from summarizer.resume.spool_tail import event_name, session_lines
 
 __all__ = [
     "CODEX_MAX_CONTEXT_BYTES",
@@ -35,9 +35,6 @@ COMPACT_FOLLOWS = (
 )
 _COMPACTED = b'"type":"compacted"'
 _NOTES = b'"text":"' + NOTES_HEAD.encode()
-_BLOCK = 1 << 20
-_HEAD = b'{"ctxd":1,"ts_ns":'
-_EVENT_KEY = b'"hook_event_name"'
 
 
 def cap_bytes(text: str, max_bytes: int = CODEX_MAX_CONTEXT_BYTES) -> str:
@@ -53,63 +50,15 @@ def cap_bytes(text: str, max_bytes: int = CODEX_MAX_CONTEXT_BYTES) -> str:
 def live_context(rollout_path: object) -> LiveContext | None:
     """What a Codex thread holds, read backwards from its rollout's end to its last compaction:
     was it compacted, and are ctxd's notes in it since. None if the rollout cannot be read."""
-    if not isinstance(rollout_path, str) or not rollout_path:
-        return None
-    try:
-        fd = os.open(rollout_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        pos = os.fstat(fd).st_size
-        tail = b""
-        notes = False
-        while pos > 0:
-            start = max(0, pos - _BLOCK)
-            chunk = os.pread(fd, pos - start, start) + tail[:256]
-            pos = start
-            boundary = chunk.rfind(_COMPACTED)
-            if boundary >= 0:
-                # The compacted record is one line: notes after its end came later.
-                line_end = chunk.find(b"\n", boundary)
-                since = chunk[line_end:] if line_end >= 0 else b""
-                return LiveContext(True, notes or _NOTES in since, "rollout")
-            notes = notes or _NOTES in chunk
-            tail = chunk
-        return LiveContext(False, notes, "rollout")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return read_back_to(rollout_path, _COMPACTED, _NOTES, "rollout", notes_in_marker=False)
 
 
 def compaction_just_ran(state_dir: str, session_id: str) -> bool:
     """Whether the session's newest spooled event, SessionStarts aside, is a PostCompact: the
     compaction's own SessionStart "compact" is about to hand the notes back."""
-    spool = os.path.join(state_dir, "spool")
-    try:
-        names = sorted(n for n in os.listdir(spool) if n.endswith(".jsonl"))
-    except OSError:
-        return False
-    needle = session_id.encode()
-    budget = TAIL_BYTES
-    for name in reversed(names):
-        if budget <= 0:
-            break
-        data, budget = read_tail(os.path.join(spool, name), budget)
-        for line in reversed(data.split(b"\n")):
-            if needle not in line or not line.startswith(_HEAD):
-                continue
-            event = _event_name(line)
+    for lines in session_lines(os.path.join(state_dir, "spool"), session_id):
+        for line in lines:
+            event = event_name(line)
             if event != b"SessionStart":
                 return event == b"PostCompact"
     return False
-
-
-def _event_name(line: bytes) -> bytes:
-    # An unescaped `"hook_event_name"` can only be a key: inside a string its quotes are escaped.
-    i = line.find(_EVENT_KEY)
-    if i < 0:
-        return b""
-    i = line.find(b'"', line.find(b":", i + len(_EVENT_KEY)) + 1)
-    j = line.find(b'"', i + 1)
-    return line[i + 1 : j] if 0 <= i < j else b""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from indexer.config import Config
+from indexer import Config
 from summarizer.common.budget import Section, pack_sections, render_sections, utf16_len
 from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import clean_line

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from indexer.models import Entry
+from indexer import Entry
 from summarizer.common.failures import (
     cascade_kind,
     describe_failure,

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 
-from indexer import safefs
-from indexer.errors import StateDirError
+from indexer import StateDirError, safefs
 from summarizer.resume.fastjson import loads
 
 STATE_FILE = "precompact_state.json"

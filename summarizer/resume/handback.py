@@ -18,8 +18,7 @@ from __future__ import annotations
 import os
 import time
 
-from indexer import safefs
-from indexer.errors import StateDirError
+from indexer import StateDirError, safefs
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.resume.fastjson import encode_string, loads
 from summarizer.resume.files import state_root_of
@@ -38,6 +37,7 @@ __all__ = [
     "live_context",
     "live_from_log",
     "log_decision",
+    "read_back_to",
     "read_log",
     "record_precompact",
 ]
@@ -66,26 +66,41 @@ class LiveContext:
 
 def live_context(transcript_path: object) -> LiveContext | None:
     """Read the transcript backwards to its last compaction boundary; None if unreadable."""
-    if not isinstance(transcript_path, str) or not transcript_path:
+    return read_back_to(transcript_path, _BOUNDARY, _NOTES, "transcript", notes_in_marker=True)
+
+
+def read_back_to(
+    path: object, marker: bytes, notes: bytes, source: str, *, notes_in_marker: bool
+) -> LiveContext | None:
+    """Read a conversation file (a Claude Code transcript, a Codex rollout) backwards from its
+    end to the last line holding `marker` (a compaction): was it compacted, and are ctxd's
+    notes (`notes`) in it since, counting the marker's own line when `notes_in_marker`. None
+    if the file cannot be read."""
+    if not isinstance(path, str) or not path:
         return None
     try:
-        fd = os.open(transcript_path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         pos = os.fstat(fd).st_size
         tail = b""
-        notes = False
+        seen = False
         while pos > 0:
             start = max(0, pos - _BLOCK)
             chunk = os.pread(fd, pos - start, start) + tail[:256]
             pos = start
-            boundary = chunk.rfind(_BOUNDARY)
+            boundary = chunk.rfind(marker)
             if boundary >= 0:
-                return LiveContext(True, notes or _NOTES in chunk[boundary:], "transcript")
-            notes = notes or _NOTES in chunk
+                if notes_in_marker:
+                    since = chunk[boundary:]
+                else:  # the marker's line is one record: notes after its end came later
+                    line_end = chunk.find(b"\n", boundary)
+                    since = chunk[line_end:] if line_end >= 0 else b""
+                return LiveContext(True, seen or notes in since, source)
+            seen = seen or notes in chunk
             tail = chunk
-        return LiveContext(False, notes, "transcript")
+        return LiveContext(False, seen, source)
     except OSError:
         return None
     finally:
@@ -212,13 +227,16 @@ def last_precompact_ns(folder: str) -> int:
     return stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else 0
 
 
-def is_repeated_compaction(state_dir: str, folder: str, session_id: str) -> bool:
+def is_repeated_compaction(
+    state_dir: str, folder: str, session_id: str, spool_newest_ns: int | None = None
+) -> bool:
     """A SessionStart(compact) repeated with no new event (a PreCompact) since the last one.
 
     Every compaction fires PreCompact first, and its hook records it in the session's own
     folder: a PreCompact after the last hand-back is a new compaction, however much other
     sessions wrote to the spool meanwhile. The spool's tail is a second witness only (an
-    event of the session seen there after the hand-back also makes it a new one).
+    event of the session seen there after the hand-back also makes it a new one;
+    `spool_newest_ns` is that event's stamp when the caller has read the tail already).
     """
     from summarizer.resume.spool_tail import newest_event_ns
 
@@ -229,4 +247,6 @@ def is_repeated_compaction(state_dir: str, folder: str, session_id: str) -> bool
     stamp = last.get("ts_ns")
     if not isinstance(stamp, int) or last_precompact_ns(folder) > stamp:
         return False
-    return newest_event_ns(os.path.join(state_dir, "spool"), session_id) <= stamp
+    if spool_newest_ns is None:
+        spool_newest_ns = newest_event_ns(os.path.join(state_dir, "spool"), session_id)
+    return spool_newest_ns <= stamp

@@ -152,6 +152,7 @@ def plan_session_start(
         live_from_log,
         read_log,
     )
+    from summarizer.resume.spool_tail import newest_event_ns
 
     session_id = str(event.get("session_id"))
     source = str(event.get("source") or "startup")
@@ -165,8 +166,13 @@ def plan_session_start(
             records = read_log(folder)
             live = live_from_log(records) if records else None
     go, why = decide(source, settings.inject_on, settings.inject_on_startup, live)
-    if go and source == "compact" and is_repeated_compaction(state_dir, folder, session_id):
-        go, why = False, REPEATED_COMPACT
+    # The spool's tail is read once per SessionStart: the repeat check and the notes' freshness
+    # both need the session's newest event there.
+    spool_newest: int | None = None
+    if go and source == "compact":
+        spool_newest = newest_event_ns(os.path.join(state_dir, "spool"), session_id)
+        if is_repeated_compaction(state_dir, folder, session_id, spool_newest):
+            go, why = False, REPEATED_COMPACT
     if (
         go
         and codex
@@ -182,7 +188,7 @@ def plan_session_start(
             return "", why + "; nothing is open in this project", ""
         return text, why, ""
     timeout = settings.build_timeout_s if build_timeout_s is None else build_timeout_s
-    text, origin, how = _notes(state_dir, session_id, source, timeout, consume)
+    text, origin, how = _notes(state_dir, session_id, source, timeout, consume, spool_newest)
     if not text.strip():
         return "", f"{why}; nothing could be handed back: {how}", origin
     return text, f"{why} ({how})", origin
@@ -192,9 +198,15 @@ def plan_session_start(
 
 
 def _notes(
-    state_dir: str, session_id: str, source: str, timeout_s: float, consume: bool
+    state_dir: str,
+    session_id: str,
+    source: str,
+    timeout_s: float,
+    consume: bool,
+    spool_newest: int | None = None,
 ) -> tuple[str, str, str]:
-    """(notes, the session they describe, how they were obtained)."""
+    """(notes, the session they describe, how they were obtained); `spool_newest` is the
+    session's newest event in the spool's tail, if the caller has read it already."""
     from summarizer.resume.handback import last_precompact_ns
     from summarizer.resume.spool_tail import newest_event_ns
 
@@ -203,7 +215,7 @@ def _notes(
     # The notes must cover the session's newest event: its PreCompact is known exactly; the
     # spool's tail may show a later one (or, in a busy project, none of this session).
     newest = max(
-        newest_event_ns(spool, session_id),
+        newest_event_ns(spool, session_id) if spool_newest is None else spool_newest,
         last_precompact_ns(os.path.join(resume_dir, session_id)),
     )
     text = take_context(os.path.join(resume_dir, session_id), newer_than_ns=newest, consume=consume)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import os
 
-from indexer import safefs
-from indexer.errors import StateDirError
+from indexer import StateDirError, safefs
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.resume.fastjson import loads
 from summarizer.resume.files import (

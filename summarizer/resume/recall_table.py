@@ -3,22 +3,33 @@
 Written with the session's resume state (after each compaction that saw the session, on
 PreCompact, SessionEnd, SessionStart): the project's unresolved failures, keyed by the file or
 the command head they failed on, and the user's rules and the decisions in force that name a
-file. The hook side, its format and its matching are in indexer/hook_recall.py; the failures
-the session meets meanwhile are appended there by the PostToolUseFailure hook.
+file. The hook side, its format and its matching are in plugin/ctxd_hook/recall.py; the
+failures the session meets meanwhile are appended there by the PostToolUseFailure hook.
 """
 
 from __future__ import annotations
 
 import re
 
-from indexer import RECALL_DIR, command_files, iso_utc, redact_text, row_id, write_atomic
-from indexer.paths import StatePaths, check_session_id, ensure_private_dir
+from indexer import (
+    StatePaths,
+    check_session_id,
+    ensure_private_dir,
+    iso_utc,
+    redact_text,
+    write_atomic,
+)
 from summarizer.common.models import Memory
 from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import clean_line
 from summarizer.resume.failure_notes import FailureNote
 
-__all__ = ["recall_rows", "write_recall_table"]
+__all__ = ["RECALL_DIR", "command_files", "recall_rows", "row_id", "write_recall_table"]
+
+# The table's folder, its ids and the files a command names are the hook's (a copy: the hook
+# imports only the standard library and its own folder; tests/ctxd_hook/test_copies.py checks
+# that the two agree).
+RECALL_DIR = "recall"
 
 MAX_ROWS = 200
 # A path-like word of a rule or a decision: a file under a folder, or a name with an extension.
@@ -84,3 +95,24 @@ def _row(rid: str, kind: str, key: str, text: str) -> str:
 def _paths(text: str) -> list[str]:
     found = [m.group(0).strip(".") for m in _PATH.finditer(text.replace("`", " "))]
     return [p for p in dict.fromkeys(found) if p.lower() not in _NOT_FILES and len(p) > 3]
+
+
+def command_files(head: str) -> list[str]:
+    """The files a command head names (`pytest tests/a.py::t` -> tests/a.py)."""
+    out = []
+    for arg in head.split()[1:]:
+        path = arg.split("::", 1)[0]
+        name = path.rsplit("/", 1)[-1]
+        if "." in name.strip(".") and not path.startswith(("-", "http")):
+            out.append(path)
+    return out
+
+
+def row_id(*parts: str) -> str:
+    """A short stable id of an item: a failure's by its target, a rule or a decision by its
+    text (the hook and the table's writer make the same ids, so an item the session was shown
+    once is never shown again, whoever wrote it to the table)."""
+    h = 0
+    for byte in "\x1f".join(parts).encode("utf-8", "replace"):
+        h = (h * 1_000_003 + byte) & 0xFFFFFFFFFFFF
+    return f"{h:012x}"

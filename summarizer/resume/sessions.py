@@ -10,10 +10,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import history, iso_utc, query
-from indexer.config import Config
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths
+from indexer import Config, CtxdError, StatePaths, history, iso_utc, query
 from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import is_meaningful_request
 from summarizer.resume import writer as resume

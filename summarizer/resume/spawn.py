@@ -23,8 +23,7 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
     try:
         import fcntl
 
-        from indexer import safefs
-        from indexer.daemon_channel import is_listening
+        from indexer import is_listening, safefs
 
         if is_listening(state_dir):
             return None
@@ -49,7 +48,9 @@ def autostart(state_dir: str) -> subprocess.Popen[bytes] | None:
 
 def spawn_daemon(state_dir: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     """Run `ctxd run --state-dir …` in a new session with stdio on /dev/null."""
-    proc = spawn_detached(["summarizer.cli.app", "run", "--state-dir", state_dir], pass_fds)
+    from summarizer.common.programs import COMMAND_MODULE
+
+    proc = spawn_detached([COMMAND_MODULE, "run", "--state-dir", state_dir], pass_fds)
     _SPAWNED.append(proc)
     return proc
 

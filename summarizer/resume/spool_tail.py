@@ -8,13 +8,21 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
-__all__ = ["IGNORED_EVENTS", "TAIL_BYTES", "newest_event_ns", "read_tail"]
+__all__ = [
+    "IGNORED_EVENTS",
+    "TAIL_BYTES",
+    "event_name",
+    "newest_event_ns",
+    "read_tail",
+    "session_lines",
+]
 
 TAIL_BYTES = 1 << 20  # read at most this much of the spool's end
 # Lines that do not change what a resume state says (or that SessionStart itself writes).
 IGNORED_EVENTS = (b"SessionStart", b"PostCompact", b"Notification")
-# The compaction's own SubagentStop (indexer.normalize.is_internal_stop) only repeats what
+# The compaction's own SubagentStop (indexer.prepare.normalize.is_internal_stop) only repeats what
 # the state already holds: an empty agent_type (Claude Code writes compact JSON; a line
 # written by another client may have a space after the colon).
 _INTERNAL_STOPS = (b'"agent_type":""', b'"agent_type": ""')
@@ -25,19 +33,45 @@ _EVENT_KEY = b'"hook_event_name"'
 def newest_event_ns(spool_dir: str, session_id: str, budget: int = TAIL_BYTES) -> int:
     """ts_ns of the session's newest spool line that matters for its state; 0 if none is in
     the last `budget` bytes of the spool (then nothing newer than the index is known)."""
+    for lines in session_lines(spool_dir, session_id, budget):
+        found = _newest_in(lines)
+        if found:
+            return found
+    return 0
+
+
+def session_lines(
+    spool_dir: str, session_id: str, budget: int = TAIL_BYTES
+) -> Iterator[list[bytes]]:
+    """The session's spool lines in the last `budget` bytes of the spool: a list per segment,
+    newest segment first, each newest line first."""
     try:
         names = sorted(n for n in os.listdir(spool_dir) if n.endswith(".jsonl"))
     except OSError:
-        return 0
+        return
     needle = session_id.encode()
     for name in reversed(names):
         if budget <= 0:
             break
         data, budget = read_tail(os.path.join(spool_dir, name), budget)
-        found = _newest_in(data, needle)
-        if found:
-            return found
-    return 0
+        if needle in data:
+            yield [
+                line
+                for line in reversed(data.split(b"\n"))
+                if needle in line and line.startswith(_HEAD)
+            ]
+
+
+def event_name(line: bytes) -> bytes:
+    """The hook event of a spool line, read without decoding it."""
+    # An unescaped `"hook_event_name"` occurs only as a key: inside a JSON string its quotes
+    # would be escaped.
+    i = line.find(_EVENT_KEY)
+    if i < 0:
+        return b""
+    i = line.find(b'"', line.find(b":", i + len(_EVENT_KEY)) + 1)
+    j = line.find(b'"', i + 1)
+    return line[i + 1 : j] if 0 <= i < j else b""
 
 
 def read_tail(path: str, budget: int) -> tuple[bytes, int]:
@@ -55,14 +89,10 @@ def read_tail(path: str, budget: int) -> tuple[bytes, int]:
     return data, budget - (size - start)
 
 
-def _newest_in(data: bytes, needle: bytes) -> int:
+def _newest_in(lines: list[bytes]) -> int:
     newest = 0
-    if needle not in data:
-        return 0
-    for line in data.split(b"\n"):
-        if needle not in line or not line.startswith(_HEAD):
-            continue
-        name = _event_name(line)
+    for line in lines:
+        name = event_name(line)
         if name in IGNORED_EVENTS or (name == b"SubagentStop" and _is_internal_stop(line)):
             continue
         end = line.find(b",", len(_HEAD))
@@ -75,14 +105,3 @@ def _newest_in(data: bytes, needle: bytes) -> int:
 
 def _is_internal_stop(line: bytes) -> bool:
     return any(mark in line for mark in _INTERNAL_STOPS)
-
-
-def _event_name(line: bytes) -> bytes:
-    # An unescaped `"hook_event_name"` occurs only as a key: inside a JSON string its quotes
-    # would be escaped.
-    i = line.find(_EVENT_KEY)
-    if i < 0:
-        return b""
-    i = line.find(b'"', line.find(b":", i + len(_EVENT_KEY)) + 1)
-    j = line.find(b'"', i + 1)
-    return line[i + 1 : j] if 0 <= i < j else b""

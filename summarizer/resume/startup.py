@@ -12,10 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
-from indexer import safefs, write_atomic
-from indexer.config import Config
-from indexer.errors import StateDirError
-from indexer.paths import StatePaths, check_session_id
+from indexer import Config, StateDirError, StatePaths, check_session_id, safefs, write_atomic
 from summarizer.common.neutralize import neutralize
 from summarizer.common.plain import clean_line
 from summarizer.memory.inject_cache import more_constraints_line

@@ -1,47 +1,38 @@
-"""Resume state of a session: its facts from the index, confidence, files, failures (seed 003)."""
+"""Resume state of a session, built from its facts: confidence, files, failures (seed 003)."""
 
 from __future__ import annotations
 
 import os
-import sqlite3
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from indexer import EDIT_TOOLS, history, iso_utc, query
-from indexer.models import Entry
-from summarizer.common.acks import latest_request
+from indexer import EDIT_TOOLS, Entry, iso_utc
 from summarizer.common.failures import command_head, is_check
-from summarizer.common.models import Failure, Memory
+from summarizer.common.models import Memory
 from summarizer.common.plain import (
     clean_line,
     clean_text,
-    is_meaningful_request,
     unwrap_summary,
 )
 from summarizer.common.text import STRONG_DECISION_RE
+from summarizer.resume.facts import SessionFacts
 from summarizer.resume.failure_notes import FailureNote, failure_notes, note_of
-from summarizer.resume.todos import Todo, open_todos, session_todos
+from summarizer.resume.todos import Todo, open_todos
 
 __all__ = [
     "CLIENT_NAMES",
     "MAX_FILES",
-    "RECENT_TOOL_CALLS",
     "FailureNote",
     "ResumeState",
-    "SessionFacts",
     "ToolCall",
     "build_state",
     "confidence_of",
-    "gather_facts",
     "open_failures_of",
     "rank_files",
 ]
 
 STATE_VERSION = 1
-# "Recently" for confidence: this many of the session's last tool calls (all agents).
-RECENT_TOOL_CALLS = 40
 MAX_FILES = 10
 MAX_TOOL_CALLS = 10
 MAX_PROJECT_FAILURES = 5
@@ -63,7 +54,6 @@ _QUIET_TOOLS = frozenset(
 )
 # The clients a session can run in, by the host name the session catalog keeps.
 CLIENT_NAMES = {"claude": "Claude Code", "codex": "Codex"}
-_TOOL_EVENTS = ("tool_result", "tool_failure", "agent_complete", "agent_launched", "agent_failed")
 _ANY = msgspec.json.Decoder()
 
 
@@ -117,59 +107,6 @@ class ResumeState(msgspec.Struct):
     host: str = "claude"  # the client the session ran in: "claude" (Claude Code) or "codex"
 
 
-@dataclass
-class SessionFacts:
-    """What the index knows about one session, read once, for the pure functions below."""
-
-    session_id: str
-    title: str = ""
-    first_ns: int = 0
-    cwd: str = ""
-    tool_calls: list[Entry] = field(default_factory=list)  # newest first
-    file_events: list[Entry] = field(default_factory=list)  # newest first
-    failures: list[Entry] = field(default_factory=list)  # newest first
-    session_failures: list[Failure] = field(default_factory=list)  # the memory's, this session's
-    last_prompt: str = ""
-    compact_summary: str = ""
-    running_agents: list[tuple[str, str, str]] = field(default_factory=list)  # id, type, desc
-    todos: list[Todo] = field(default_factory=list)
-    watermark: int = 0
-    last_event: str = ""
-    covers_ns: int = 0
-    host: str = "claude"
-
-
-def gather_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts:
-    """Read the facts of one session with a few bounded queries (cost independent of length)."""
-    facts = SessionFacts(session_id)
-    header = query.session_header(conn, session_id)
-    if header:
-        facts.title = header[0] or _title_from(conn, session_id, header[1])
-        facts.first_ns, facts.cwd = header[2], header[3]
-
-    def entries(kind: str, limit: int) -> list[Entry]:
-        return history.recent_entries(conn, session_id, kind, limit)
-
-    facts.tool_calls = history.recent_entries(
-        conn, session_id, "events", RECENT_TOOL_CALLS, _TOOL_EVENTS
-    )
-    facts.file_events = entries("file_events", 400)
-    facts.failures = entries("failures", 400)
-    facts.session_failures = _session_failures(conn, session_id)
-    # An acknowledgement ("yes", "continue") is never the request: it is noted after it.
-    facts.last_prompt = latest_request([e.text for e in entries("prompt", 10)])
-    summary = entries("compact_summary", 1)
-    facts.compact_summary = summary[0].text if summary else ""
-    facts.running_agents = query.running_agents(conn, session_id)
-    facts.todos = session_todos(conn, session_id)
-    last = query.last_entry(conn, session_id)
-    if last:
-        facts.watermark, facts.last_event = last
-    facts.covers_ns = query.newest_activity_ns(conn, session_id)
-    facts.host = query.session_host(conn, session_id)
-    return facts
-
-
 # --- pure decisions ---------------------------------------------------------------------
 
 
@@ -219,14 +156,6 @@ def project_failures_of(facts: SessionFacts, memory: Memory | None) -> list[Fail
         if not f.resolved and f.session_id != facts.session_id
     ]
     return [note_of(f) for f in sorted(others, key=lambda f: -f.score)[:MAX_PROJECT_FAILURES]]
-
-
-def _session_failures(conn: sqlite3.Connection, session_id: str) -> list[Failure]:
-    try:
-        from summarizer.memory.store import session_failures
-    except ImportError:  # the memory is optional here (see writer.load_memory_or_none)
-        return []
-    return session_failures(conn, session_id)
 
 
 def build_state(
@@ -319,21 +248,6 @@ def _last_check(calls: list[Entry]) -> dict[str, Any]:
     return {}
 
 
-def _title_from(conn: sqlite3.Connection, session_id: str, first_prompt: str) -> str:
-    """The first request that says what the work is (not "continue" or a slash command)."""
-    prompts = [first_prompt, *query.session_prompts(conn, session_id, 20)]
-    for prompt in prompts:
-        line = clean_line(prompt.strip().split("\n", 1)[0], 200)
-        if is_meaningful_request(line):
-            return _shorten(line)
-    return ""
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    line = " ".join(text.strip().split("\n", 1)[0].split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
-
-
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -349,5 +263,3 @@ def _command(e: Entry) -> str:
     tool_input = detail.get("input") if isinstance(detail, dict) else None
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     return " ".join(command.split()) if isinstance(command, str) else ""
-
-

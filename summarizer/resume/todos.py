@@ -10,9 +10,7 @@ from typing import Any
 
 import msgspec
 
-from indexer import history, write_atomic
-from indexer.models import Entry
-from indexer.paths import StatePaths
+from indexer import Entry, StatePaths, history, write_atomic
 
 __all__ = [
     "Todo",

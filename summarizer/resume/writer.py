@@ -12,11 +12,9 @@ from typing import Any
 
 import msgspec
 
-from indexer import query, write_atomic
-from indexer.config import Config
-from indexer.paths import StatePaths, check_session_id, ensure_private_dir
+from indexer import Config, StatePaths, check_session_id, ensure_private_dir, query, write_atomic
 from summarizer.common.models import Memory
-from summarizer.memory import hooks as compaction_hooks
+from summarizer.resume.facts import SessionFacts, gather_facts
 from summarizer.resume.files import (
     CONSUMED_FILE,
     CONTEXT_FILE,
@@ -28,11 +26,9 @@ from summarizer.resume.files import (
 from summarizer.resume.state import (
     FailureNote,
     ResumeState,
-    SessionFacts,
     ToolCall,
     build_state,
     confidence_of,
-    gather_facts,
     rank_files,
 )
 
@@ -54,7 +50,6 @@ __all__ = [
     "read_state",
     "refresh_after_compaction",
     "refresh_states",
-    "register_after_compaction",
     "running_summary_text",
     "update_session",
     "write_resume",
@@ -74,7 +69,7 @@ _UPDATE_LOCK = threading.Lock()
 def load_memory_or_none(conn: sqlite3.Connection) -> Memory | None:
     """The summarizer's memory if its module is available; None (fallbacks apply) otherwise."""
     try:
-        from summarizer.memory import store as memory_module
+        from summarizer.memory import reader as memory_module
     except ImportError:
         return None
     try:
@@ -127,7 +122,7 @@ def _update_session(
     text, tokens, chars = render_context(state, "", config)
     state.context_tokens, state.context_chars = tokens, chars
     write_resume(paths, state, text)
-    # What PreToolUse recalls before an edit or a command (indexer/hook_recall.py); off, no
+    # What PreToolUse recalls before an edit or a command (ctxd_hook/recall.py); off, no
     # table, so the hook finds nothing.
     from summarizer.resume.recall_table import recall_rows, write_recall_table
 
@@ -206,7 +201,7 @@ def read_state(paths: StatePaths, session_id: str) -> dict[str, Any] | None:
 
 
 def refresh_states(conn: sqlite3.Connection, paths: StatePaths, config: Config) -> int:
-    """AFTER_COMPACTION job: rewrite the states of recently active sessions with new events.
+    """After a compaction: rewrite the states of recently active sessions with new events.
 
     A session whose newest event (SessionStart aside) is already covered is left alone, so a
     consumed context is not re-armed until something new happens in the session.
@@ -227,18 +222,9 @@ def refresh_states(conn: sqlite3.Connection, paths: StatePaths, config: Config) 
 
 
 def refresh_after_compaction(conn: sqlite3.Connection, paths: StatePaths, config: Config) -> None:
-    """The after-compaction hook (summarizer.memory.hooks): refresh_states after each compaction."""
-    refresh_states(conn, paths, config)
+    """The resume feature's after-compaction callback: refresh_states.
 
-
-def register_after_compaction() -> None:
-    """Add refresh_after_compaction to the after-compaction hooks (once).
-
-    Runs when this module is imported: the compaction imports it in every process (daemon,
-    `ctxd compact`, `ctxd inject`, ContextAgent), so the resume states are always refreshed.
+    Of the shape summarizer.memory.hooks.AfterCompaction; whoever runs a compaction passes it
+    (the daemon's jobs, the CLI's commands, the public ContextAgent), nothing registers it.
     """
-    if refresh_after_compaction not in compaction_hooks.AFTER_COMPACTION:
-        compaction_hooks.AFTER_COMPACTION.append(refresh_after_compaction)
-
-
-register_after_compaction()
+    refresh_states(conn, paths, config)

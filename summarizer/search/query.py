@@ -6,7 +6,7 @@ import calendar
 import re
 import time
 
-from indexer.errors import CtxdError
+from indexer import CtxdError
 
 # A word is what FTS5's unicode61 tokenizer keeps: letters, digits (and marks). Anything
 # else separates words, so only the words of the user's text reach FTS5, each quoted.

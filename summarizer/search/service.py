@@ -10,10 +10,16 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from indexer import search_index
-from indexer.cli_queries import unwritable_reason
-from indexer.errors import CtxdError
-from indexer.paths import StatePaths, is_valid_session_id, is_valid_view_name
+from indexer import (
+    CtxdError,
+    StatePaths,
+    is_valid_session_id,
+    is_valid_view_name,
+    search_connections,
+    search_index,
+    search_query,
+    unwritable_reason,
+)
 from summarizer.search.query import SearchQueryError, parse_since, to_match
 
 __all__ = ["Filters", "SearchHit", "current_connection", "search", "validate"]
@@ -69,7 +75,7 @@ def search(
     match = validate(text, filters)
     since_ns = parse_since(filters.since) if filters.since else None
     try:
-        hits = search_index.query(
+        hits = search_query.query(
             conn,
             match,
             now_ns=now_ns if now_ns is not None else time.time_ns(),
@@ -86,7 +92,7 @@ def search(
         raise SearchQueryError(f"cannot search for {text!r}: {e}") from e
     snippets = {h.doc: h.snippet for h in hits}
     if redact is not None and hits:
-        for doc, body in search_index.stored_bodies(conn, list(snippets)).items():
+        for doc, body in search_query.stored_bodies(conn, list(snippets)).items():
             if (redacted := redact(body)) != body:
                 snippets[doc] = _snippet(redacted, text, mark)
     return [
@@ -147,19 +153,22 @@ def current_connection(
     """
     if not paths.root.is_dir():
         return None
-    conn = search_index.open_current(paths.index_db, paths.spool)
+    conn = search_connections.open_current(paths.index_db, paths.spool)
     if conn is not None:
         return conn
     read_only = unwritable_reason(paths.root)
     if read_only:
         if on_read_only is not None:
             on_read_only(read_only)
-        return search_index.open_readonly(paths.index_db)
-    from indexer.config import load_config  # only now: the catch-up loads msgspec and more
+        return search_connections.open_readonly(paths.index_db)
+    from indexer import load_config  # only now: the catch-up loads msgspec and more
     from summarizer.memory.compact import compact_now
+    from summarizer.resume.writer import refresh_after_compaction
 
-    compact_now(paths, load_config(paths.config), trigger="search")
-    conn = search_index.open_readonly(paths.index_db)
+    compact_now(
+        paths, load_config(paths.config), trigger="search", after=[refresh_after_compaction]
+    )
+    conn = search_connections.open_readonly(paths.index_db)
     if conn is not None and not search_index.has_search(conn):
         conn.close()
         raise CtxdError(

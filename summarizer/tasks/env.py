@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from indexer.config import TasksConfig
+from indexer import TasksConfig
 from summarizer.tasks.errors import DriftError, TaskValidationError
 from summarizer.tasks.models import Audit, AuditEvent, Coordination, TaskContext
 from summarizer.tasks.store import TaskStore, Warn

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from indexer.errors import CtxdError
+from indexer import CtxdError
 from summarizer.tasks.store import TaskStore
 
 

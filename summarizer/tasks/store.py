@@ -13,8 +13,14 @@ from typing import Any
 
 import msgspec
 
-from indexer import flock_within, secret_kinds, sweep_temp_files, write_atomic
-from indexer.paths import FILE_MODE, ensure_private_dir
+from indexer import (
+    FILE_MODE,
+    ensure_private_dir,
+    flock_within,
+    secret_kinds,
+    sweep_temp_files,
+    write_atomic,
+)
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
 from summarizer.tasks.canon import canonical_json, check_task_id
 from summarizer.tasks.errors import (

@@ -11,7 +11,7 @@ CtxdError (indexer.errors)
 
 from __future__ import annotations
 
-from indexer.errors import CtxdError
+from indexer import CtxdError
 
 
 class TeamError(CtxdError):

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from indexer.config import Config
-from indexer.paths import StatePaths
+from indexer import Config, StatePaths
 from summarizer.team.errors import TeamDriverMissingError
 from summarizer.team.identity import settings
 from summarizer.team.pg import INSTALL_HINT, driver

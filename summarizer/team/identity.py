@@ -12,10 +12,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer import safefs
-from indexer.config import Config
-from indexer.errors import StateDirError
-from indexer.paths import StatePaths
+from indexer import Config, StateDirError, StatePaths, safefs
 from summarizer.team.errors import TeamError, TeamNotConfiguredError
 
 __all__ = [

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexer.config import Config
-from indexer.paths import StatePaths
+from indexer import Config, StatePaths
 from summarizer.resume.startup import TeamNote, write_team_notes
 from summarizer.team.identity import Identity
 from summarizer.team.reader import team_items

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from indexer.errors import CtxdError
+from indexer import CtxdError
 from summarizer.team.pg import translate_errors
 from summarizer.team.reader import TeamSession, sessions_where
 

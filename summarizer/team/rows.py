@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from indexer.changes import AGENT_COLUMNS, ENTRY_COLUMNS, SESSION_COLUMNS
-from indexer.search_index import ENTRY_KINDS
+from indexer import AGENT_COLUMNS, ENTRY_COLUMNS, ENTRY_KINDS, SESSION_COLUMNS
 from summarizer.memory.changes import MemoryItem
 from summarizer.team.identity import Identity
 
@@ -50,7 +49,7 @@ Row = tuple[object, ...]
 
 
 def entry_rows(who: Identity, rows: Iterable[Sequence[object]]) -> list[Row]:
-    """`indexer.changes.entry_rows_after` rows as `ENTRY_TEAM_COLUMNS` tuples."""
+    """`indexer.queries.changes.entry_rows_after` rows as `ENTRY_TEAM_COLUMNS` tuples."""
     head = (who.machine_id, who.project, who.user)
     return [(*head, *row, ENTRY_KINDS.get(str(row[_EVENT]), "")) for row in rows]
 

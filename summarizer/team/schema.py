@@ -21,7 +21,7 @@ SCHEMA = "ctxd"
 _LOCK_KEY = 0x637478645F74656D  # "ctxd_tem"
 
 # What local search indexes of an event, as one text: the same parts, the same exceptions
-# (indexer/search_sql.py). Immutable, so the generated search column may use it.
+# (indexer/search/sql.py). Immutable, so the generated search column may use it.
 _ENTRY_BODY = """
 CREATE FUNCTION ctxd.entry_body(event text, description text, instruction text,
     output_summary text, error text, content text, files text, command text)
@@ -108,7 +108,7 @@ _V1 = [
         PRIMARY KEY (machine_id, entry_id))""",
     # The search index also holds each row's arrival block (seq / 4096), kind and agent (as
     # local search's index holds its tags): a search looks in the newest blocks first, and
-    # words, blocks and filters intersect inside the index (see summarizer/team/reader.py).
+    # words, blocks and filters intersect inside the index (see summarizer/team/search.py).
     # `{int8}` and `{text}` come from btree_gin.
     f"CREATE INDEX entries_search ON ctxd.entries USING gin ((seq / {BLOCK}) {{int8}},"
     " kind {text}, agent_id {text}, search)",

@@ -16,9 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from indexer import changes, query
-from indexer.config import Config
-from indexer.paths import StatePaths
+from indexer import Config, StatePaths, changes, query
 from summarizer.memory import changes as memory_changes
 from summarizer.team import rows as team_rows
 from summarizer.team.identity import Identity, identity

@@ -12,9 +12,7 @@ import time
 
 import msgspec
 
-from indexer import safefs, write_atomic
-from indexer.errors import StateDirError
-from indexer.paths import StatePaths
+from indexer import StateDirError, StatePaths, safefs, write_atomic
 from summarizer.team.identity import TEAM_DIR
 
 __all__ = ["STATE_FILE", "ShipState", "read_state", "record_failure", "record_success"]

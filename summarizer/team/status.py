@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexer import changes, query
+from indexer import Config, StatePaths, changes, query
 from indexer import iso_utc as _iso
-from indexer.config import Config
-from indexer.paths import StatePaths
 from summarizer.memory import changes as memory_changes
 from summarizer.team.errors import TeamError
 from summarizer.team.identity import identity, settings

@@ -8,11 +8,19 @@ import sqlite3
 
 import msgspec
 
-from indexer import StoredEntry, redact_entry, redact_text
-from indexer.paths import StatePaths, check_session_id
-from indexer.session_query import session_agents, session_entries, session_entry_count
+from indexer import (
+    StatePaths,
+    StoredEntry,
+    check_session_id,
+    redact_entry,
+    redact_text,
+    session_agents,
+    session_entries,
+    session_entry_count,
+)
 from summarizer.common.nofollow import is_plain_dir, read_nofollow
-from summarizer.memory.store import has_memory, load_memory
+from summarizer.memory.reader import load_memory
+from summarizer.memory.store import has_memory
 from summarizer.resume.files import CONSUMED_FILE, CONTEXT_FILE
 from summarizer.resume.sessions import SessionInfo
 from summarizer.resume.todos import session_todos

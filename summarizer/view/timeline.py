@@ -12,9 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from indexer import StoredEntry
-from indexer.models import Entry
-from indexer.session_query import AgentRow
+from indexer import AgentRow, Entry, StoredEntry
 
 __all__ = ["Fix", "Item", "Lane", "Timeline", "build_timeline"]
 

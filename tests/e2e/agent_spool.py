@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer.hook import build_line, segment_name
+from ctxd_hook.hook import build_line, segment_name
 
 BASE_TS_NS = 1_767_261_600_000_000_000  # 2026-01-01T10:00:00Z: sealed hours
 TYPES = ("Explore", "general-purpose", "code-reviewer")

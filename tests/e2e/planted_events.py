@@ -17,7 +17,7 @@ from planted_secrets import (
     url_encoded,
 )
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 
 FORMS = ("plain", "wire-escaped", "json-escaped", "url-encoded", "base64")
 FIELDS = (

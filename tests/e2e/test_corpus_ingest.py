@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from helpers import CORPUS, hook_env, parse_envelope, query, run_cli, run_hook, spool_lines
 
-from indexer import hook
-from indexer.redact import redact_text
-from indexer.redact_raw import may_contain_secret, redact_bytes
+from ctxd_hook import hook
+from indexer.redact.raw import may_contain_secret, redact_bytes
+from indexer.redact.text import redact_text
 
 HOOKS = CORPUS / "hooks"
 pytestmark = pytest.mark.skipif(

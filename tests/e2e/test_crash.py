@@ -31,9 +31,10 @@ from typing import Any
 import pytest
 from helpers import HOOK_CMD, REPO, hook_env, run_cli
 
-from indexer import store, views
-from indexer.hook import append_line, build_line, segment_name
+from ctxd_hook.hook import append_line, build_line, segment_name
+from indexer.index import store
 from indexer.paths import StatePaths
+from indexer.views import update as views
 
 BASE_TS_NS = 1_767_261_600_000_000_000  # 2026-01-01T10:00:00Z: sealed hours
 WORDS = tuple(

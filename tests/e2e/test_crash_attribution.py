@@ -22,7 +22,7 @@ import pytest
 from agent_spool import generate
 from test_crash import _cmd, _env, indexed_count, run_to_end
 
-from indexer.hook import append_line
+from ctxd_hook.hook import append_line
 from indexer.paths import StatePaths
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from helpers import REPO, hook_env, payload, query, spool_lines
 
-from indexer import hook
+from ctxd_hook import hook
 
 GONE, KEPT, ALSO = "crash-gone", "crash-kept", "crash-also"
 HOUR_NS = 3600 * 10**9

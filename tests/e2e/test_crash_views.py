@@ -24,14 +24,16 @@ import pytest
 from helpers import REPO, hook_env
 from test_crash import BASE_TS_NS, append, generate
 
-from indexer import store, view_rebuild, views
+from indexer.index import store
 from indexer.paths import StatePaths
+from indexer.views import rebuild as view_rebuild
+from indexer.views import update as views
 
 _RETENTION = """
 import sys
 from pathlib import Path
 from indexer.paths import StatePaths
-from indexer.writer import open_writer, writer_lock
+from indexer.writer.catch_up import open_writer, writer_lock
 from summarizer.daemon.retention import prune_index
 paths = StatePaths(Path(sys.argv[1]))
 with writer_lock(paths, wait_s=10):
@@ -320,7 +322,7 @@ def _session_start_hook() -> tuple[list[str], bytes]:
         "hook_event_name": "SessionStart",
         "source": "compact",
     }
-    return [sys.executable, "-I", "-S", str(REPO / "indexer" / "run_hook.py")], json.dumps(
+    return [sys.executable, "-I", "-S", str(REPO / "plugin" / "ctxd_hook" / "run_hook.py")], json.dumps(
         event
     ).encode()
 

@@ -24,7 +24,7 @@ from mcp.client.stdio import StdioServerParameters
 from memory_helpers import PROJECT, base, bash, prompt, spool
 from planted_secrets import fingerprint
 
-from indexer.store import connect
+from indexer.index.store import connect
 
 EARLIER = Path(__file__).resolve().parents[1] / "data" / "faults" / "earlier_rules"
 SID = "6c2f9e1a-3b4d-4e5f-8a7b-9c0d1e2f3a4b"

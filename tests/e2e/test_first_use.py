@@ -59,7 +59,7 @@ def test_readers_and_writers_at_once_on_a_new_state_dir(tmp_path: Path) -> None:
 def test_ingest_waits_while_the_first_writer_has_not_created_the_index(tmp_path: Path) -> None:
     from indexer.config import Config
     from indexer.paths import StatePaths
-    from indexer.writer import open_writer, writer_lock
+    from indexer.writer.catch_up import open_writer, writer_lock
 
     state_dir = tmp_path / "state"
     assert run_hook(payload(tool_use_id="toolu_001"), hook_env(state_dir)).returncode == 0

@@ -42,9 +42,9 @@ from planted_events import (
 from planted_secrets import PLANTED, fingerprint
 from task_helpers import make_repo
 
-from indexer import history
 from indexer.config import TasksConfig
-from indexer.redact import redact_text
+from indexer.queries import history
+from indexer.redact.text import redact_text
 from summarizer.resume.todos import session_todos
 from summarizer.tasks import service
 from summarizer.tasks.env import TaskEnv

@@ -12,7 +12,7 @@ import pytest
 from helpers import run_cli
 from test_real_client import client_env, run_sessions
 
-from indexer.transcript_paths import project_folder_name
+from indexer.transcripts.paths import project_folder_name
 
 
 @pytest.mark.parametrize(

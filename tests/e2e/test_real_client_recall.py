@@ -11,7 +11,7 @@ from claude_standin import Plan, Standin, serve, text, tool
 from helpers import run_cli
 from test_real_client import _claude, _run, client_env, standin_env
 
-from indexer.hook_recall import HEAD
+from ctxd_hook.recall import HEAD
 
 
 def _body(request: dict[str, object]) -> str:

@@ -14,11 +14,11 @@ import pytest
 from helpers import run_cli
 from memory_helpers import spool
 
-from indexer import store
 from indexer.config import Config
+from indexer.index import store
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
-from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
+from indexer.writer.catch_up import catch_up
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session
 from summarizer.handoff.account import account_text
 from summarizer.handoff.hook import light_account
 from summarizer.mcp import tools

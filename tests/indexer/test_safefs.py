@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import ctypes
 import os
 import shutil
@@ -17,30 +16,8 @@ from indexer import safefs
 from indexer.errors import StateDirError
 from indexer.paths import StatePaths
 
-REPO = Path(__file__).resolve().parents[2]
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
-
-
-def _walk_nodes(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = ("open_private_dir", "UnsafeStateDir", "_DIR_FLAGS")
-    wanted = []
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            name = ast.unparse(node.targets[0])
-        else:
-            name = getattr(node, "name", "")
-        if name in names:
-            wanted.append(ast.dump(node))
-    return wanted
-
-
-def test_the_hook_and_safefs_share_one_directory_walk() -> None:
-    # The hook runs as a stdlib-only script and keeps a copy; the copy must not drift.
-    hook = _walk_nodes(REPO / "indexer" / "hook.py")
-    assert len(hook) == 3
-    assert hook == _walk_nodes(REPO / "indexer" / "safefs.py")
 
 
 def _outside(tmp_path: Path) -> Path:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from indexer import history, query
 from indexer.errors import (
     CtxdError,
     IndexAccessError,
@@ -20,7 +19,8 @@ from indexer.errors import (
     translate_sqlite_errors,
 )
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.queries import history, query
+from indexer.writer.catch_up import catch_up
 
 
 @pytest.fixture

@@ -27,21 +27,21 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from claude_standin import Plan, Standin, serve, text, tool
 from helpers import checkout_copy, clean_env
 from installed import BUILD_REQUIREMENTS, fill_wheelhouse, offline_pip_env
-from test_plugin import LINKED
+from test_plugin import HOOK_FILES
 from test_real_client import _claude, _copies, _run
 from test_real_client_handoff import HANDOFF, OUTCOME, _first_request
 from test_real_client_handoff import _plans as handoff_plans
 from test_real_client_mcp import _tool_results
 
-from indexer import plugin
+from ctxd_hook import plugin
 
 SERVER = "plugin:ctxd:ctxd"  # how Claude Code names the plugin's MCP server
 SEARCH = "mcp__plugin_ctxd_ctxd__search"
-# The plugin's files as Claude Code copies them (its links into indexer/ become files).
+# The plugin's files as Claude Code copies them.
 SHIPPED = {
     ".claude-plugin/plugin.json",
     "hooks/hooks.json",
-    *(f"indexer/{name}" for name in LINKED),
+    *(f"ctxd_hook/{name}" for name in HOOK_FILES),
 }
 # What the CLI itself leaves in a copy it no longer uses (it sweeps the copy later).
 CLI_MARKS = {".orphaned_at", ".in_use"}
@@ -347,7 +347,7 @@ def test_plugin_from_a_git_repository_runs_from_claude_codes_copy(tmp_path: Path
         server.server_close()
     (tmp_path / "requests.json").write_text(json.dumps(standin.requests))
     ran = [ln for ln in debug.read_text().splitlines() if "Hooks: SubagentStart" in ln]
-    assert ran and all(str(copy / "indexer" / "run_hook.py") in ln for ln in ran), ran
+    assert ran and all(str(copy / "ctxd_hook" / "run_hook.py") in ln for ln in ran), ran
     again = _first_request(standin.requests, "again")
     assert again.count(HANDOFF) == 1 and OUTCOME in again, again[-3000:]
 

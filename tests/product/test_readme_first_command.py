@@ -20,7 +20,10 @@ _ERROR = re.compile(r"(^|\s)(error:|Traceback \(most recent call last\)|ERROR:)"
 
 
 def _run_first_command(checkout: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = offline_pip_env(PATH=system_path(), HOME=str(home))
+    # The demo keeps its page in a temporary folder for the user to open: the test's own.
+    scratch = home.parent / f"tmp-{home.name}"
+    scratch.mkdir(exist_ok=True)
+    env = offline_pip_env(PATH=system_path(), HOME=str(home), TMPDIR=str(scratch))
     env.pop("VIRTUAL_ENV", None)
     return subprocess.run(
         ["bash", "-c", FIRST_COMMAND],

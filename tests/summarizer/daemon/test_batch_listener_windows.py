@@ -9,9 +9,9 @@ import pytest
 from daemon_helpers import HOOKS, indexed_corpus
 
 from indexer.config import Config
-from indexer.ingest import IngestStats
+from indexer.ingest.ingestor import IngestStats
 from indexer.paths import StatePaths
-from indexer.writer import open_writer, writer_lock
+from indexer.writer.catch_up import open_writer, writer_lock
 from summarizer.daemon import jobs
 from summarizer.daemon.jobs import CompactionJobs
 from summarizer.daemon.service import Daemon

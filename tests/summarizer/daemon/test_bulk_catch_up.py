@@ -11,9 +11,9 @@ import pytest
 from helpers import poll
 from memory_helpers import jobs_beside_a_writer, prompt, spool
 
-from indexer import store
 from indexer.config import Config
-from indexer.ingest import IngestStats
+from indexer.index import store
+from indexer.ingest.ingestor import IngestStats
 from indexer.paths import StatePaths
 from summarizer.common import tokens
 from summarizer.daemon import service

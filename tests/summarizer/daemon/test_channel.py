@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from indexer import daemon_channel
+from indexer.daemon import protocol as daemon_channel
 from summarizer.daemon.channel import Reply, RequestServer
 
 _CLIENT = """

@@ -11,42 +11,40 @@ import pytest
 from helpers import poll
 from memory_helpers import jobs_beside_a_writer, prompt, spool
 
-from indexer import purge, store
-from indexer.transactions import transaction
-from summarizer.daemon import jobs
+from indexer.index import store
+from indexer.index.transactions import transaction
+from indexer.retention import purge
 from summarizer.memory import store as memory_store
+from summarizer.memory.reader import load_memory
 
 
-def test_an_ingest_pass_completes_while_a_compaction_runs_its_after_compaction_hooks(
+def test_an_ingest_pass_completes_while_a_compaction_runs_its_after_compaction_callbacks(
     tmp_path: Path,
 ) -> None:
     entered, release = threading.Event(), threading.Event()
     seen: list[int] = []
 
     def held(conn: Any, *_: Any) -> None:
-        # The hooks read the index and tokenize (the resume states); held here by an event.
+        # The callbacks read the index and tokenize (the resume states); held here by an event.
         seen.append(store.max_entry_id(conn))
         entered.set()
         release.wait(30)
 
-    jobs.AFTER_COMPACTION.append(held)
-    try:
-        with ExitStack() as stack:
-            _run(tmp_path, stack, entered, release, seen)
-    finally:
-        jobs.AFTER_COMPACTION.remove(held)
+    with ExitStack() as stack:
+        _run(tmp_path, stack, held, entered, release, seen)
 
 
 def _run(
     tmp_path: Path,
     stack: ExitStack,
+    held: Any,
     entered: threading.Event,
     release: threading.Event,
     seen: list[int],
 ) -> None:
-    daemon, started = jobs_beside_a_writer(tmp_path / "state", stack)
+    daemon, started = jobs_beside_a_writer(tmp_path / "state", stack, held)
     stack.callback(release.set)  # first thing on the way out: the run can end
-    assert entered.wait(10)  # the startup run is inside its hooks now
+    assert entered.wait(10)  # the startup run is inside its callbacks now
     spool(daemon.paths.root, [prompt("Always run the linter.")])
     passed = threading.Event()
 
@@ -123,7 +121,7 @@ def test_an_ingest_pass_completes_while_a_compaction_extracts(
         # The run's next batch took the entry indexed meanwhile: exactly once, all published.
         assert store.get_meta(reader, "mem.watermark") == str(first + 1)
         assert store.get_meta(reader, "mem.published") == str(first + 1)
-        assert [c.description for c in memory_store.load_memory(reader).constraints] == [
+        assert [c.description for c in load_memory(reader).constraints] == [
             "Always run the linter.",
             "Never use tabs.",
         ]
@@ -145,4 +143,4 @@ def test_entries_deleted_while_a_compaction_extracts_them_are_not_folded(
         held.release.set()
         poll(lambda: started.runs == 1 and not started._running)
         assert store.get_meta(reader, "mem.watermark", "0") == "0"
-        assert memory_store.load_memory(reader).constraints == []
+        assert load_memory(reader).constraints == []

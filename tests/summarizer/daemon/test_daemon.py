@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 from helpers import REPO, avoid_hour_boundary, clean_env, hook_env, payload, poll, run_cli, run_hook
 
-from indexer import daemon_channel
+from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.config import Config, DaemonConfig
-from indexer.hook import append_line, build_line, segment_name
+from indexer.daemon import protocol as daemon_channel
 from indexer.paths import StatePaths
-from indexer.writer import is_locked
+from indexer.writer.catch_up import is_locked
 from summarizer.daemon import service as daemon_mod
 from summarizer.daemon.service import Daemon, SpoolWatcher
 

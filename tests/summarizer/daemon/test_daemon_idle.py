@@ -101,7 +101,7 @@ def test_interval_compactions_skip_when_nothing_is_new_and_an_idle_daemon_drops_
     tmp_path: Path,
 ) -> None:
     from indexer.config import Config
-    from indexer.writer import open_writer, writer_lock
+    from indexer.writer.catch_up import open_writer, writer_lock
     from summarizer.common import tokens
     from summarizer.daemon.jobs import CompactionJobs
     from summarizer.daemon.service import Daemon

@@ -17,15 +17,17 @@ import pytest
 from helpers import REPO, hook_env, poll, run_cli, run_hook
 from memory_helpers import base, emit_payload, prompt, spool
 
-from indexer import daemon_channel, store
 from indexer.config import Config, SummarizerConfig
-from indexer.ingest import IngestStats
+from indexer.daemon import protocol as daemon_channel
+from indexer.index import store
+from indexer.ingest.ingestor import IngestStats
 from indexer.paths import StatePaths
-from indexer.writer import open_writer, writer_lock
+from indexer.writer.catch_up import open_writer, writer_lock
 from summarizer.daemon import jobs
 from summarizer.daemon.channel import RequestServer
 from summarizer.daemon.service import Daemon
 from summarizer.memory import compact as compact_module
+from summarizer.memory.hooks import AfterCompaction
 
 AGENT_A, AGENT_B = "a1b2c3d4e5f60718", "a9f8e7d6c5b40312"
 
@@ -48,8 +50,12 @@ class Harness:
         self.listener = daemon_channel.listen(self.paths.root)
         self.server: RequestServer | None = None
 
-    def start(self) -> jobs.CompactionJobs:
-        self.jobs = jobs.start_jobs(self.daemon)
+    def start(self, *after: AfterCompaction) -> jobs.CompactionJobs:
+        """Start the daemon's compaction jobs; `after` is called after each compaction, once
+        the daemon's own callbacks (the resume states' refresh) have run."""
+        self.jobs = jobs.CompactionJobs(self.daemon)
+        self.jobs.after_compaction.extend(after)
+        self.jobs.start()
         self.server = RequestServer(self.listener, self.daemon.request_handlers, {"pid": 1})
         self.server.start()
         return self.jobs
@@ -108,13 +114,10 @@ def test_pre_compact_and_session_end_trigger_at_once(
     j = harness.start()
     poll(lambda: j.runs == 1)
     calls: list[int] = []
-    jobs.AFTER_COMPACTION.append(lambda conn, paths, config: calls.append(store.max_entry_id(conn)))
-    try:
-        harness.ingest([prompt("Never use tabs."), base(event, trigger="auto", reason="exit")])
-        poll(lambda: j.runs == 2 and harness.trigger() == reason)
-        assert calls and calls[-1] == store.max_entry_id(harness.conn)
-    finally:
-        jobs.AFTER_COMPACTION.pop()
+    j.after_compaction.append(lambda conn, paths, config: calls.append(store.max_entry_id(conn)))
+    harness.ingest([prompt("Never use tabs."), base(event, trigger="auto", reason="exit")])
+    poll(lambda: j.runs == 2 and harness.trigger() == reason)
+    assert calls and calls[-1] == store.max_entry_id(harness.conn)
 
 
 def test_requests_during_a_run_cause_exactly_one_more_run(harness: Harness) -> None:
@@ -124,20 +127,17 @@ def test_requests_during_a_run_cause_exactly_one_more_run(harness: Harness) -> N
         entered.set()
         release.wait(10)
 
-    jobs.AFTER_COMPACTION.append(slow)
     try:
-        j = harness.start()
-        assert entered.wait(10)  # the startup run is inside its hooks now
+        j = harness.start(slow)
+        assert entered.wait(10)  # the startup run is inside its callbacks now
         for reason in ("a", "b", "c"):
             j.request(reason)
-        jobs.AFTER_COMPACTION.remove(slow)
+        j.after_compaction.remove(slow)
         release.set()
         poll(lambda: j.runs == 2 and not j._running)
         assert harness.trigger() == "a,b,c"
         assert j.events["max_instances"] == 0
     finally:
-        if slow in jobs.AFTER_COMPACTION:
-            jobs.AFTER_COMPACTION.remove(slow)
         release.set()
 
 
@@ -180,10 +180,9 @@ def test_a_request_left_at_shutdown_is_told_to_compact_by_itself(harness: Harnes
         entered.set()
         release.wait(10)
 
-    jobs.AFTER_COMPACTION.append(slow)
     try:
-        j = harness.start()
-        assert entered.wait(10)  # the startup run is inside its hooks
+        j = harness.start(slow)
+        assert entered.wait(10)  # the startup run is inside its callbacks
         harness.ingest([prompt("Never use tabs.")])  # after the startup run read the index
         sock = daemon_channel.connect(harness.paths.root, 5)
         assert sock is not None
@@ -192,14 +191,12 @@ def test_a_request_left_at_shutdown_is_told_to_compact_by_itself(harness: Harnes
         harness.daemon.stopping.set()  # the daemon stops: that run never comes
         stopped = threading.Thread(target=j.stop)
         stopped.start()
-        jobs.AFTER_COMPACTION.remove(slow)
+        j.after_compaction.remove(slow)
         release.set()
         reply = daemon_channel.receive(sock, 10)
         sock.close()
         stopped.join(10)
     finally:
-        if slow in jobs.AFTER_COMPACTION:
-            jobs.AFTER_COMPACTION.remove(slow)
         release.set()
     assert reply is not None and reply["ok"] is False and reply["retry"] is True
     assert j.runs == 1

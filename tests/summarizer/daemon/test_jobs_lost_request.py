@@ -9,7 +9,7 @@ import pytest
 from helpers import poll
 from memory_helpers import jobs_beside_a_writer
 
-from indexer import store
+from indexer.index import store
 from summarizer.daemon import jobs
 
 

@@ -9,10 +9,11 @@ import threading
 import time
 from pathlib import Path
 
-from indexer import hook, store
+from ctxd_hook import hook
 from indexer.config import Config, RetentionConfig
+from indexer.index import store
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, writer_lock
+from indexer.writer.catch_up import catch_up, writer_lock
 from summarizer.daemon.retention import prune_index, prune_spool, run_retention
 
 HOUR_NS = 3600 * 1_000_000_000

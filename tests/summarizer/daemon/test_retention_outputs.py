@@ -10,9 +10,10 @@ from pathlib import Path
 
 from helpers import run_cli
 
-from indexer import hook, store
+from ctxd_hook import hook
+from indexer.index import store
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, writer_lock
+from indexer.writer.catch_up import catch_up, writer_lock
 from summarizer.daemon.retention import prune_index
 from summarizer.handoff.queue import put, write_account
 

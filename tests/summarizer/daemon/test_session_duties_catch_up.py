@@ -12,10 +12,10 @@ import pytest
 from daemon_helpers import HOOKS, duty_outputs, spooled_corpus
 from helpers import poll
 
-from indexer import history
 from indexer.config import Config
-from indexer.ingest import IngestStats
-from indexer.writer import catch_up
+from indexer.ingest.ingestor import IngestStats
+from indexer.queries import history
+from indexer.writer.catch_up import catch_up
 from summarizer.daemon import service, session_jobs, task_jobs
 from summarizer.daemon.service import Daemon
 from summarizer.daemon.watermark import WatermarkListener

@@ -8,7 +8,7 @@ from helpers import hook_env, payload, run_hook
 
 from indexer.config import Config
 from indexer.paths import StatePaths
-from indexer.writer import open_writer, writer_lock
+from indexer.writer.catch_up import open_writer, writer_lock
 from summarizer.common import tokens
 from summarizer.daemon.jobs import STARTUP, CompactionJobs
 from summarizer.daemon.service import Daemon

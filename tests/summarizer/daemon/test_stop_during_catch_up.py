@@ -8,10 +8,10 @@ from typing import Any
 
 from helpers import payload, poll, query
 
+from ctxd_hook.hook import build_line
 from indexer.config import Config, IngestConfig
-from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 from summarizer.daemon.service import Daemon
 
 LINES = 40

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, clean_env, payload, poll, query, run_cli
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from indexer.paths import StatePaths
 
 # `ctxd run` with hyperscan's scan wrapped: on the spool line marked STOP-HERE, the process

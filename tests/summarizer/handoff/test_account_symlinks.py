@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import hook_env, run_cli, run_hook
 
-from summarizer.cli.demo_session import demo_session
+from summarizer.cli.commands.demo_session import demo_session
 
 
 def _replay(state: Path, events: list[dict[str, object]]) -> None:

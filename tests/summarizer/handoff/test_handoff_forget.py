@@ -7,7 +7,7 @@ from pathlib import Path
 
 from helpers import hook_env, payload, run_cli, run_hook
 
-from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session
 
 
 def test_forget_removes_page_queue_and_the_accounts_it_told_of(tmp_path: Path) -> None:

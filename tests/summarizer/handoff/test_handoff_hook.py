@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import HOOK_CMD, REPO, hook_env, payload, run_cli, run_hook
 
-from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session
 from summarizer.common.tokens import get_counter
 from summarizer.handoff.names import names_in
 
@@ -298,7 +298,7 @@ def test_the_hook_branches_load_no_heavy_module(tmp_path: Path) -> None:
     start = _start_payload("general-purpose", "a00000000000abcd")
     stop = payload(session_id=SID2, hook_event_name="SubagentStop", agent_id="a00000000000abcd")
     code = (
-        "import sys; from indexer.hook import respond;"
+        "import sys; from ctxd_hook.hook import respond;"
         f"[respond(p, {str(state)!r}) for p in {[call, start, stop]!r}];"
         "print(sorted({'tiktoken', 'msgspec', 'sqlite3'} & set(sys.modules)))"
     )

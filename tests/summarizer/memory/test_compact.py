@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from memory_helpers import emit_payload, spool
 
-from indexer import daemon_channel, store
 from indexer.config import Config
+from indexer.daemon import protocol as daemon_channel
+from indexer.index import store
 from indexer.models import Entry
 from indexer.paths import StatePaths
-from summarizer.memory import hooks
 from summarizer.memory.compact import (
     CompactionTimeout,
     compact_now,
@@ -106,6 +106,23 @@ def test_without_a_daemon_it_indexes_compacts_and_publishes(paths: StatePaths) -
     assert _meta(paths, "last_compaction_trigger") == "scheduled"
 
 
+def test_a_compaction_here_calls_the_callbacks_it_is_given_once_published(
+    paths: StatePaths,
+) -> None:
+    _decide(paths)
+    seen: list[tuple[str, str, str]] = []
+
+    def after(conn: sqlite3.Connection, p: StatePaths, c: Config) -> None:
+        published = store.get_meta(conn, "mem.published")
+        seen.append((published, p.root.name, c.summarizer.encoding))
+
+    config = Config()
+    compact_now(paths, config, trigger="manual", after=[after])
+    assert seen == [("2", "state", config.summarizer.encoding)]
+    compact_now(paths, config, trigger="manual")  # none given: none called
+    assert len(seen) == 1
+
+
 def test_published_watermark_defaults_to_zero(tmp_path: Path) -> None:
     conn = store.connect(tmp_path / "index.db")
     try:
@@ -168,8 +185,8 @@ def _one_entry(paths: StatePaths) -> None:
         conn.close()
 
 
-def test_a_failing_hook_does_not_stop_the_others(
-    paths: StatePaths, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def test_a_failing_callback_does_not_stop_the_others(
+    paths: StatePaths, caplog: pytest.LogCaptureFixture
 ) -> None:
     calls: list[str] = []
 
@@ -180,10 +197,9 @@ def test_a_failing_hook_does_not_stop_the_others(
     def good(conn: sqlite3.Connection, p: StatePaths, c: Config) -> None:
         calls.append(f"good:{p.root.name}")
 
-    monkeypatch.setattr(hooks, "AFTER_COMPACTION", [bad, good])
     conn = store.connect(paths.index_db)
     try:
-        run_after_compaction(conn, paths, Config())
+        run_after_compaction(conn, paths, Config(), [bad, good])
     finally:
         conn.close()
     assert calls == ["bad", "good:state"]

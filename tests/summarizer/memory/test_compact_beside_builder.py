@@ -18,7 +18,7 @@ import pytest
 from helpers import REPO, clean_env, hook_env, payload, poll, run_cli, run_hook
 from memory_helpers import emit_payload, spool
 
-from indexer import store
+from indexer.index import store
 from indexer.paths import StatePaths
 
 # A child that takes daemon.lock as the builder does, and keeps it until its stdin closes.

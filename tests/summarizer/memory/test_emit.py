@@ -9,7 +9,7 @@ import pytest
 from helpers import query, run_cli, spool_lines
 
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 from summarizer.memory.emit import EmitError, build_record, emit
 
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_helpers import PROJECT, entry
 
-from summarizer.cli.demo_session import _FAIL_OUTPUT
+from summarizer.cli.commands.demo_session import _FAIL_OUTPUT
 from summarizer.common import text as tx
 from summarizer.memory import extract as ex
 

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from memory_helpers import PROJECT, SESSION, base, bash, edit, prompt, replay
 
-from indexer import store
 from indexer.config import Config
+from indexer.index import store
 from indexer.paths import StatePaths
-from summarizer.memory.store import compact, load_memory
+from summarizer.memory.reader import load_memory
+from summarizer.memory.store import compact
 from summarizer.resume import writer as resume
 
 _n = iter(range(10**6))

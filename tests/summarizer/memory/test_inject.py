@@ -178,7 +178,7 @@ def test_context_agent_never_raises(tmp_path: Path) -> None:
 
 def test_cli_inject_and_compact(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    from summarizer.cli.demo_session import demo_session
+    from summarizer.cli.commands.demo_session import demo_session
 
     spool(state, demo_session(PROJECT))
     out = run_cli("compact", "--state-dir", str(state))

@@ -24,13 +24,14 @@ from memory_helpers import (
     spool,
 )
 
-from indexer import store
 from indexer.config import SummarizerConfig
+from indexer.index import store
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
-from summarizer.cli.demo_session import DEMO_SESSION_ID
+from indexer.writer.catch_up import catch_up
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID
 from summarizer.memory import store as memory
-from summarizer.memory.store import compact, load_memory
+from summarizer.memory.reader import load_memory
+from summarizer.memory.store import compact
 
 
 def _open(paths: StatePaths) -> sqlite3.Connection:

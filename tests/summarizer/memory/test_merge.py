@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from indexer import store
 from indexer.config import SummarizerConfig
-from indexer.transactions import transaction
+from indexer.index import store
+from indexer.index.transactions import transaction
 from summarizer.memory.merge import MemoryFold
 from summarizer.memory.observations import (
     ConstraintObs,

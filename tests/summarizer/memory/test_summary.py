@@ -12,13 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_helpers import base, demo_paths, prompt, replay
 
-from indexer import store
 from indexer.config import Config, SummarizerConfig
+from indexer.index import store
 from summarizer.common.budget import utf16_len
 from summarizer.common.tokens import get_counter
 from summarizer.memory.backend import CommandBackend, backend_for, clamp
 from summarizer.memory.compact import compact_and_publish
-from summarizer.memory.store import compact, load_memory
+from summarizer.memory.reader import load_memory
+from summarizer.memory.store import compact
 from summarizer.memory.summary import publish, render_summary, summary_lines
 
 COUNTER = get_counter()

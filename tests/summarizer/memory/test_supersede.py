@@ -11,12 +11,13 @@ import pytest
 from helpers import run_cli
 from memory_helpers import SESSION, base, prompt, replay
 
-from indexer import store
 from indexer.config import Config
+from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.common.tokens import get_counter
 from summarizer.memory.injection import build_injection
-from summarizer.memory.store import compact, load_memory
+from summarizer.memory.reader import load_memory
+from summarizer.memory.store import compact
 from summarizer.resume import writer as resume
 from summarizer.resume.startup import render_startup
 

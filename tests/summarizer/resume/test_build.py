@@ -9,10 +9,10 @@ from typing import Any
 
 from helpers import payload
 
-from indexer import store
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
+from indexer.index import store
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 from summarizer.resume.build import build_for_session_start, target_session
 
 OWN = "11111111-1111-4111-8111-111111111111"

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from helpers import payload
 
-from indexer import search_index
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, open_writer, writer_lock
+from indexer.search import index as search_index
+from indexer.writer.catch_up import catch_up, open_writer, writer_lock
 from summarizer.resume.build import build_for_session_start, daemon_wait_s
 
 OWN = "11111111-1111-4111-8111-111111111111"

@@ -23,7 +23,7 @@ from planted_secrets import (
     url_encoded,
 )
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from summarizer.resume.fallback_notes import fallback_notes
 
 SID = "4a5be60a-1b2d-4c3e-9f40-5a6b7c8d9e01"

@@ -7,8 +7,8 @@ from typing import Any
 
 from memory_helpers import PROJECT, SESSION, base, bash, edit, prompt, replay
 
-from indexer import store
 from indexer.config import Config
+from indexer.index import store
 from summarizer.memory.store import compact
 from summarizer.resume import writer as resume
 

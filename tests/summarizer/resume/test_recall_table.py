@@ -10,8 +10,8 @@ from pathlib import Path
 from helpers import hook_env, run_cli, run_hook
 from memory_helpers import PROJECT, SESSION, base, bash, prompt, replay
 
-from indexer import store
 from indexer.config import Config, ResumeConfig
+from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.memory.store import compact
 from summarizer.resume import writer as resume

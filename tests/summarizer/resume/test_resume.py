@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,16 +11,16 @@ from typing import Any
 import msgspec
 import pytest
 from helpers import CORPUS as _CORPUS
-from helpers import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from resume_story import IN_PROGRESS_TASK, SID, make_project, story
 
-from indexer import hook, store
+from ctxd_hook import hook
 from indexer.config import Config, ResumeConfig
+from indexer.index import store
 from indexer.models import Entry
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 from summarizer.common.models import Constraint, Decision, Failure, Memory
 from summarizer.common.tokens import get_counter
 from summarizer.daemon.session_jobs import sync_sessions
@@ -296,29 +294,6 @@ def test_refresh_rewrites_sessions_with_new_events(indexed: tuple[StatePaths, An
     state = json.loads((paths.resume / SID / "precompact_state.json").read_bytes())
     assert state["trigger"] == "pre_compact"  # the session's newest event is the PreCompact
     assert resume.refresh_states(conn, paths, Config()) == 0
-
-
-def test_after_compaction_registration() -> None:
-    from summarizer.memory import hooks
-
-    resume.register_after_compaction()
-    resume.register_after_compaction()
-    assert hooks.AFTER_COMPACTION.count(resume.refresh_after_compaction) == 1
-
-
-def test_a_compaction_without_the_daemon_refreshes_the_resume_states() -> None:
-    # `ctxd compact`, the slow path of `ctxd inject` and ContextAgent run compactions in
-    # processes that never load the scheduler: the resume states must still be refreshed.
-    code = (
-        "from summarizer.memory import compact, hooks\n"
-        "compact.run_after_compaction(None, None, None)\n"  # the hooks fail, are logged, go on
-        "from summarizer.resume.writer import refresh_after_compaction\n"
-        "print(refresh_after_compaction in hooks.AFTER_COMPACTION)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "True", done.stderr
 
 
 def _corpus_repos() -> list[Path]:

@@ -24,7 +24,7 @@ from resume_story import (
     story,
 )
 
-from summarizer.cli.sessions import default_config_text
+from summarizer.cli.commands.sessions import default_config_text
 from summarizer.common.tokens import get_counter
 from summarizer.resume import fastjson, hook_output
 from summarizer.resume import hook as resume_hook
@@ -61,7 +61,7 @@ def _play(project: Path) -> None:
     for payload in story(project):
         done = run_hook(encode(payload), env, cwd=project)
         # Tool events print nothing, but the recall a PreToolUse may hand back (its own tests:
-        # tests/indexer/test_hook_recall.py).
+        # tests/ctxd_hook/test_hook_recall.py).
         recall = done.stdout.startswith(b'{"hookSpecificOutput":{"hookEventName":"PreToolUse"')
         assert done.returncode == 0 and (done.stdout == b"" or recall), done
 
@@ -224,7 +224,7 @@ def test_concurrent_session_starts_inject_exactly_once(project: Path) -> None:
                 sys.executable,
                 "-I",
                 "-S",
-                str(Path(resume_hook.__file__).parents[2] / "indexer" / "run_hook.py"),
+                str(Path(resume_hook.__file__).parents[2] / "plugin" / "ctxd_hook" / "run_hook.py"),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -288,7 +288,7 @@ def test_fast_path_imports_only_the_standard_library(project: Path) -> None:
         "import summarizer.resume.hook as r;"
         "out = r.session_start_output(sys.stdin.buffer.read(), sys.argv[2]);"
         "heavy = {'msgspec', 'sqlite3', 'tiktoken', 'json', 're', 'typing', 'tomllib',"
-        " 'threading', 'subprocess', 'indexer.store'} & (set(sys.modules) - before);"
+        " 'threading', 'subprocess', 'indexer.index.store'} & (set(sys.modules) - before);"
         "print(sorted(heavy)); print(out)"
     )
     done = subprocess.run(
@@ -382,7 +382,7 @@ def test_stale_prebuilt_context_is_rebuilt(project: Path) -> None:
 
 
 def test_spool_tail_finds_the_sessions_newest_relevant_line(tmp_path: Path) -> None:
-    from indexer import hook
+    from ctxd_hook import hook
 
     spool = tmp_path / "spool"
     spool.mkdir()

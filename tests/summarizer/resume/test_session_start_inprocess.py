@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from helpers import payload
 
-from indexer.hook import build_line
+from ctxd_hook.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import writer_lock
-from summarizer.resume import spawn
+from indexer.writer.catch_up import writer_lock
+from summarizer.resume import spawn, spool_tail
 from summarizer.resume.files import lock_folder
 from summarizer.resume.handback import REPEATED_COMPACT
 from summarizer.resume.hook import (
@@ -200,6 +200,31 @@ def test_a_new_event_after_a_compaction_makes_the_next_one_hand_back_again(
     _prompt(state, "now style the button", later)
     _prebuilt(state, "second notes\n", covers_ns=later)
     assert _context(session_start_output(_event("compact"), str(state))) == "second notes\n"
+
+
+def test_a_second_compaction_reads_the_spools_tail_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The repeat check and the notes' freshness both need the session's newest event in the
+    # spool: one SessionStart reads the tail once (each spool segment once).
+    state = _state(tmp_path)
+    now = time.time_ns()
+    _prompt(state, "fix the CSV export", now - 10**9)
+    _prebuilt(state, covers_ns=now - 10**9)
+    assert _context(session_start_output(_event("compact"), str(state))) == NOTES
+    later = time.time_ns()
+    _prompt(state, "now style the button", later)
+    _prebuilt(state, "second notes\n", covers_ns=later)
+    reads: list[str] = []
+    read_tail = spool_tail.read_tail
+
+    def counted(path: str, budget: int) -> tuple[bytes, int]:
+        reads.append(path)
+        return read_tail(path, budget)
+
+    monkeypatch.setattr(spool_tail, "read_tail", counted)
+    assert _context(session_start_output(_event("compact"), str(state))) == "second notes\n"
+    assert len(reads) == len(list((state / "spool").iterdir())) == 1
 
 
 def test_a_precompact_is_recorded_in_the_sessions_own_folder_and_nowhere_else(

@@ -12,9 +12,10 @@ import pytest
 from helpers import run_cli
 from resume_story import IN_PROGRESS_TASK, SID, make_project, story
 
-from indexer import hook, store
+from ctxd_hook import hook
+from indexer.index import store
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.writer.catch_up import catch_up
 from summarizer.resume.sessions import (
     AmbiguousSessionError,
     SessionNotFoundError,

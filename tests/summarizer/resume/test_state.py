@@ -7,13 +7,12 @@ from typing import Any
 
 from memory_helpers import PROJECT, SESSION, bash, edit, entry, prompt, replay
 
-from indexer import store
+from indexer.index import store
 from indexer.models import Entry
+from summarizer.resume.facts import SessionFacts, gather_facts
 from summarizer.resume.state import (
-    SessionFacts,
     build_state,
     confidence_of,
-    gather_facts,
     open_failures_of,
     rank_files,
 )

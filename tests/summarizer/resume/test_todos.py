@@ -11,11 +11,12 @@ import pytest
 from helpers import CORPUS as _CORPUS
 from resume_story import SID, make_project, task_events
 
-from indexer import hook, store
+from ctxd_hook import hook
+from indexer.index import store
 from indexer.models import Entry, HookPayload
-from indexer.normalize import normalize
 from indexer.paths import StatePaths
-from indexer.writer import catch_up
+from indexer.prepare.normalize import normalize
+from indexer.writer.catch_up import catch_up
 from summarizer.daemon.session_jobs import catch_up_sessions
 from summarizer.resume.todos import Todo, fold_todos, open_todos, read_todos_file, session_todos
 

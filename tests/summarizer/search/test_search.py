@@ -18,11 +18,13 @@ from hypothesis import strategies as st
 from memory_helpers import SESSION, base, bash, emit_payload, prompt, replay
 from planted_secrets import fingerprint, first_of_each_kind
 
-from indexer import search_index, store
+from indexer.index import store
+from indexer.index.transactions import transaction
 from indexer.paths import StatePaths
-from indexer.transactions import transaction
-from indexer.writer import catch_up
-from summarizer.cli.parse_search import KINDS as CLI_KINDS
+from indexer.search import index as search_index
+from indexer.search import query as search_query
+from indexer.writer.catch_up import catch_up
+from summarizer.cli.parsers.search import KINDS as CLI_KINDS
 from summarizer.memory.compact import compact_now
 from summarizer.search.query import SearchQueryError, to_match
 from summarizer.search.service import Filters, search
@@ -198,7 +200,7 @@ def test_an_index_that_indexed_entries_by_trigger_keeps_its_documents_and_indexe
     # The previous search version indexed each entry in an insert trigger; this one indexes a
     # batch in one statement. Left in place, the trigger would index each new entry twice
     # (a rowid conflict that stops ingest).
-    from indexer import search_sql
+    from indexer.search import sql as search_sql
 
     paths = replay(tmp_path, [prompt("the heron nests")])
     conn = sqlite3.connect(paths.index_db)
@@ -334,8 +336,8 @@ def test_a_common_word_ranks_the_latest_events_and_every_memory_item(tmp_path: P
     try:
         match = to_match("plover")
 
-        def found(**kw: Any) -> list[search_index.Hit]:
-            return search_index.query(
+        def found(**kw: Any) -> list[search_query.Hit]:
+            return search_query.query(
                 conn, match, now_ns=time.time_ns(), half_life_h=168, limit=50, candidates=50, **kw
             )
 
@@ -370,7 +372,7 @@ def test_search_on_a_current_index_loads_no_ingest_code(tmp_path: Path) -> None:
     code = (
         "import sys; from summarizer.cli.app import main;"
         f"rc = main(['search', 'tern', '--state-dir', {str(tmp_path)!r}]);"
-        "heavy = {'msgspec', 'tiktoken', 'indexer.ingest', 'watchdog', 'apscheduler'};"
+        "heavy = {'msgspec', 'tiktoken', 'indexer.ingest.ingestor', 'watchdog', 'apscheduler'};"
         "print(sorted(heavy & set(sys.modules)), rc, file=sys.stderr)"
     )
     out = subprocess.run(

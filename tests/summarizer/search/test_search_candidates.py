@@ -7,7 +7,8 @@ from pathlib import Path
 
 from memory_helpers import prompt, replay
 
-from indexer import search_index, store
+from indexer.index import store
+from indexer.search import query as search_query
 from summarizer.search.query import to_match
 
 
@@ -18,7 +19,7 @@ def test_equally_relevant_documents_beyond_the_candidates_leave_the_oldest_out(
     conn = store.connect(paths.index_db, readonly=True)
     try:
         docs = [r[0] for r in conn.execute("SELECT rowid FROM search ORDER BY rowid")]
-        hits = search_index.query(
+        hits = search_query.query(
             conn, to_match("osprey"), now_ns=time.time_ns(), half_life_h=168, limit=2,
             candidates=2,
         )  # fmt: skip

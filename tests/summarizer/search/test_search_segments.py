@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from memory_helpers import prompt, replay
 
-from indexer import search_index, search_merge, store
 from indexer.config import load_config
+from indexer.index import store
 from indexer.paths import StatePaths
+from indexer.search import index as search_index
+from indexer.search import merge as search_merge
 from summarizer.memory.compact import compact_now
 from summarizer.search.service import Filters, search
 

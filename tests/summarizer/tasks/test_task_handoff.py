@@ -258,7 +258,7 @@ def test_adjacent_but_not_overlapping_edits_still_give_an_incremental_diff(
 def test_every_verb_answers_json_success_data_error(tmp_path: Path) -> None:
     from task_helpers import ctxd
 
-    from summarizer.cli.parse_task import _VERBS
+    from summarizer.cli.parsers.task import _VERBS
 
     repo = make_repo(tmp_path)
     state = tmp_path / "state"

@@ -14,7 +14,7 @@ from team_helpers import write_config
 
 from indexer.config import load_config
 from indexer.paths import StatePaths
-from summarizer.cli.forget import forget
+from summarizer.cli.commands.forget import forget
 from summarizer.memory.compact import compact_now
 from summarizer.memory.emit import emit
 from summarizer.team.schema import migrate

@@ -13,15 +13,15 @@ from helpers import run_cli
 from memory_helpers import base, bash, prompt, replay
 from team_helpers import team_config, write_config
 
-from indexer import store
 from indexer.config import load_config
+from indexer.index import store
 from indexer.paths import StatePaths
 from summarizer.memory.compact import compact_now
 from summarizer.memory.emit import emit
 from summarizer.search.query import SearchQueryError
 from summarizer.search.service import Filters
 from summarizer.search.service import search as local_search
-from summarizer.team import reader
+from summarizer.team import search
 from summarizer.team.schema import migrate
 from summarizer.team.shipper import Shipper
 
@@ -65,9 +65,9 @@ def team(tmp_path: Path, team_dsn: str) -> dict[str, Any]:
     return {"dsn": team_dsn, "a": a, "b": b}
 
 
-def _team_search(dsn: str, text: str, **kw: Any) -> list[reader.TeamHit]:
+def _team_search(dsn: str, text: str, **kw: Any) -> list[search.TeamHit]:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        return reader.search(
+        return search.search(
             conn, "github.com/acme/shop", text, Filters(**kw), now_ns=time.time_ns(), mark=("[", "]")
         )
 
@@ -150,7 +150,7 @@ def test_without_a_team_database_the_flag_says_how_to_set_one(tmp_path: Path) ->
     ],
 )
 def test_user_text_becomes_a_safe_tsquery(text: str, tsquery: str) -> None:
-    assert reader.to_tsquery(text) == tsquery
+    assert search.to_tsquery(text) == tsquery
 
 
 @pytest.mark.parametrize(
@@ -169,7 +169,7 @@ def test_user_text_becomes_a_safe_tsquery(text: str, tsquery: str) -> None:
 def test_snippets_mark_whole_phrase_matches(
     body: str, phrases: list[tuple[list[str], bool]], snippet: str
 ) -> None:
-    assert reader.snippet(body, phrases, ("[", "]")) == snippet
+    assert search.snippet(body, phrases, ("[", "]")) == snippet
 
 
 def test_the_config_user_names_the_rows() -> None:
@@ -190,12 +190,12 @@ def test_the_window_is_the_newest_matches_however_many_blocks(tmp_path: Path, te
     with psycopg.connect(team_dsn, autocommit=True) as conn:
         assert conn.execute("SELECT max(seq) / 4096 FROM ctxd.entries").fetchone()[0] >= 2
         for text in ("cache", "migration schema", "tests/test_cache.py", "worker*", "AgentId worker 1"):
-            tsquery = reader.to_tsquery(text)
-            got = [(r[0], r[1]) for r in reader._newest_matches(conn, "proj-big", tsquery, "", [])]
+            tsquery = search.to_tsquery(text)
+            got = [(r[0], r[1]) for r in search._newest_matches(conn, "proj-big", tsquery, "", [])]
             plain = conn.execute(
                 "SELECT machine_id, entry_id FROM ctxd.entries WHERE project = 'proj-big'"
                 " AND search @@ to_tsquery('simple', %s) ORDER BY seq DESC LIMIT %s",
-                (tsquery, reader.WINDOW),
+                (tsquery, search.WINDOW),
             ).fetchall()
             assert got == [tuple(r) for r in plain], text
             assert got, text

@@ -10,12 +10,12 @@ import psycopg
 import pytest
 from team_helpers import indexed, local_digest, spool_events, team_config, team_digest, team_scalar
 
-from indexer import purge
+from ctxd_hook.hook import build_line
 from indexer.config import Config
-from indexer.hook import build_line
 from indexer.paths import StatePaths
-from indexer.writer import catch_up, open_writer, writer_lock
-from summarizer.cli.forget import forget
+from indexer.retention import purge
+from indexer.writer.catch_up import catch_up, open_writer, writer_lock
+from summarizer.cli.commands.forget import forget
 from summarizer.team.schema import migrate
 from summarizer.team.shipper import Shipper
 from summarizer.team.state import read_state

@@ -6,9 +6,9 @@ import json
 
 import msgspec
 
+from indexer.index.store import StoredEntry
 from indexer.models import Entry
-from indexer.session_query import AgentRow
-from indexer.store import StoredEntry
+from indexer.queries.sessions import AgentRow
 from summarizer.view.timeline import build_timeline
 
 _n = iter(range(1, 1000))

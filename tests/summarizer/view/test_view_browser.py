@@ -9,8 +9,8 @@ import pytest
 from browser import load, screenshot
 from helpers import query, run_cli
 
-from summarizer.cli.demo import replay
-from summarizer.cli.demo_session import DEMO_SESSION_ID, demo_session
+from summarizer.cli.commands.demo import replay
+from summarizer.cli.commands.demo_session import DEMO_SESSION_ID, demo_session
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ Python imports this module at start when its folder is on PYTHONPATH: the real `
 then stores those passwords as typed, as an index written before the rules existed holds them.
 """
 
-import indexer.secret_commands as _commands
-import indexer.secret_rules as _rules
+import indexer.redact.passwords as _commands
+import indexer.redact.rules as _rules
 
 _later = {rule.kind for rule in _commands.CONTEXT_RULES}
 _rules.RULES = tuple(rule for rule in _rules.RULES if rule.kind not in _later)

@@ -8,7 +8,7 @@ that the guard around each line (quarantine, log, go on) runs on real secrets.
 
 from typing import Any
 
-import indexer.prepare as _lines
+import indexer.prepare.line as _lines
 
 _real = _lines.normalize
 

@@ -1,0 +1,1 @@
+"""The daemon's request channel (standard library only)."""

@@ -1,0 +1,1 @@
+"""The SQLite index: opening it, its schema, transactions and the batch commit (I3)."""

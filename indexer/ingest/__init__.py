@@ -1,0 +1,1 @@
+"""Ingest passes: spool lines prepared, attributed and committed in batches."""

@@ -1,0 +1,1 @@
+"""One event to a redacted, normalized, unattributed entry (pure, no index)."""

@@ -1,0 +1,1 @@
+"""Read APIs over the index: sessions, agents, entries, meta, changes."""

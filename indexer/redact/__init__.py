@@ -1,0 +1,1 @@
+"""Redaction: secrets and `<private>` spans out of everything stored or logged (I10)."""

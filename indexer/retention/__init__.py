@@ -1,0 +1,1 @@
+"""What is removed: index rows, spool segments, sessions' spool lines."""

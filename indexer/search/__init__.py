@@ -1,0 +1,1 @@
+"""The full-text search index (SQLite FTS5): its schema, upkeep and queries."""

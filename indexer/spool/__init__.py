@@ -1,0 +1,1 @@
+"""The spool: its lines, their limits, tailing with file identity, and change checks."""

@@ -1,0 +1,1 @@
+"""Claude Code transcripts and Codex rollouts as the hook payloads they hold."""

@@ -1,0 +1,1 @@
+"""Per-session, per-agent JSONL views: written after commits, ordered, rebuilt."""

@@ -1,0 +1,1 @@
+"""The single writer (I8): its lock, catch-up over the spool, transcript imports."""

@@ -1,1 +1,0 @@
-../../indexer/__init__.py

@@ -1,1 +1,0 @@
-../../indexer/hook.py

@@ -1,1 +1,0 @@
-../../indexer/plugin.py

@@ -1,1 +1,0 @@
-../../indexer/run_hook.py

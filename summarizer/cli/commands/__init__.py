@@ -1,0 +1,1 @@
+"""The handlers of the `ctxd` commands, one module per command or group of commands."""

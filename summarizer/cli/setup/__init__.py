@@ -1,0 +1,1 @@
+"""Installing ctxd into a project and checking the install: `ctxd init` and `ctxd doctor`."""

@@ -1,0 +1,1 @@
+"""What the command line shows on a terminal: colour, progress, did-you-mean, grouped help."""
