@@ -29,43 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_spool import BASE_TS_NS, WORDS
 from helpers import HOOK_CMD, REPO, hook_env, run_cli
 
 from ctxd_hook.hook import append_line, build_line, segment_name
 from indexer.index import store
 from indexer.paths import StatePaths
 from indexer.views import update as views
-
-BASE_TS_NS = 1_767_261_600_000_000_000  # 2026-01-01T10:00:00Z: sealed hours
-WORDS = tuple(
-    [
-        "auth",
-        "login",
-        "token",
-        "session",
-        "refactor",
-        "component",
-        "render",
-        "state",
-        "hook",
-        "test",
-        "fixture",
-        "schema",
-        "migration",
-        "index",
-        "query",
-        "cache",
-        "retry",
-        "timeout",
-        "deploy",
-        "build",
-        "lint",
-        "format",
-        "config",
-        "route",
-    ]
-)
-
 
 # --- a corpus-shaped spool -----------------------------------------------------------------
 
