@@ -9,7 +9,6 @@
 # Nothing of ctxd is imported: the indexer never depends on the hook, which sits above it.
 # `ctxd init` installs the new path; `ctxd doctor` says when the old one is still in use.
 import os
-import runpy
 import sys
 
 # What earlier versions installed as the hook (these stand-ins run them still): the launcher
@@ -28,6 +27,8 @@ _FOLDERS = (
 def respond(payload: bytes, base: str) -> None:
     """What an earlier plugin's delegate calls: the hook's answer to an event (never raises)."""
     try:
+        import runpy  # only here: `ctxd doctor` imports this module for its constants
+
         runpy.run_path(_hook_file("hook.py"))["respond"](payload, base)
     except Exception:
         pass
@@ -36,6 +37,8 @@ def respond(payload: bytes, base: str) -> None:
 def _prebuild(payload: bytes, base: str) -> None:
     """What plugin 0.1.0's delegate calls on PreCompact: the notes' build (never raises)."""
     try:
+        import runpy
+
         runpy.run_path(_hook_file("answers.py"))["prebuild"](payload, base)
     except Exception:
         pass

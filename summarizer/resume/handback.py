@@ -227,19 +227,15 @@ def last_precompact_ns(folder: str) -> int:
     return stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else 0
 
 
-def is_repeated_compaction(
-    state_dir: str, folder: str, session_id: str, spool_newest_ns: int | None = None
-) -> bool:
+def is_repeated_compaction(folder: str, spool_newest_ns: int) -> bool:
     """A SessionStart(compact) repeated with no new event (a PreCompact) since the last one.
 
     Every compaction fires PreCompact first, and its hook records it in the session's own
     folder: a PreCompact after the last hand-back is a new compaction, however much other
     sessions wrote to the spool meanwhile. The spool's tail is a second witness only (an
-    event of the session seen there after the hand-back also makes it a new one;
-    `spool_newest_ns` is that event's stamp when the caller has read the tail already).
+    event of the session seen there after the hand-back also makes it a new one:
+    `spool_newest_ns`, the session's newest event in the tail, read once by the caller).
     """
-    from summarizer.resume.spool_tail import newest_event_ns
-
     records = [r for r in read_log(folder) if r.get("reason") != REPEATED_COMPACT]
     last = records[-1] if records else None
     if not last or last.get("source") != "compact" or not last.get("injected"):
@@ -247,6 +243,4 @@ def is_repeated_compaction(
     stamp = last.get("ts_ns")
     if not isinstance(stamp, int) or last_precompact_ns(folder) > stamp:
         return False
-    if spool_newest_ns is None:
-        spool_newest_ns = newest_event_ns(os.path.join(state_dir, "spool"), session_id)
     return spool_newest_ns <= stamp

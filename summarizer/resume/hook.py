@@ -171,7 +171,7 @@ def plan_session_start(
     spool_newest: int | None = None
     if go and source == "compact":
         spool_newest = newest_event_ns(os.path.join(state_dir, "spool"), session_id)
-        if is_repeated_compaction(state_dir, folder, session_id, spool_newest):
+        if is_repeated_compaction(folder, spool_newest):
             go, why = False, REPEATED_COMPACT
     if (
         go

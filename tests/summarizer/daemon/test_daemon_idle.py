@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +45,18 @@ def _indexed(state: Path, tool_use_id: str) -> bool:
         return False
 
 
-def test_an_idle_daemon_runs_no_more_passes_than_the_rescan_interval_allows(
-    tmp_path: Path,
-) -> None:
+@contextmanager
+def _settled_daemon(
+    tmp_path: Path, tool_use_id: str, config: str | None = None
+) -> Iterator[tuple[StatePaths, subprocess.Popen[bytes]]]:
+    """A real `ctxd run` on a state dir with one spooled event (`config`, else the shipped
+    one), once it has indexed the event and published its startup compaction; stopped after."""
     state = tmp_path / "state"
     paths = StatePaths(state)
     paths.ensure()
-    paths.config.write_text(CONFIG)
-    # One spooled event, as in the report that found the busy loop.
-    done = run_hook(payload(tool_name="Bash", tool_use_id="toolu_idle1"), hook_env(state))
+    if config is not None:
+        paths.config.write_text(config)
+    done = run_hook(payload(tool_name="Bash", tool_use_id=tool_use_id), hook_env(state))
     assert done.returncode == 0
     with (tmp_path / "daemon.stderr").open("wb") as err:
         proc = subprocess.Popen(
@@ -62,10 +67,19 @@ def test_an_idle_daemon_runs_no_more_passes_than_the_rescan_interval_allows(
             stderr=err,
         )
     try:
-        poll(lambda: _indexed(state, "toolu_idle1"), timeout=30)
-        # Settled: the startup compaction has published its files and a heartbeat followed.
+        poll(lambda: _indexed(state, tool_use_id), timeout=30)
         poll((paths.context / "running-summary.json").exists, timeout=60)
+        yield paths, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
+
+def test_an_idle_daemon_runs_no_more_passes_than_the_rescan_interval_allows(
+    tmp_path: Path,
+) -> None:
+    # One spooled event, as in the report that found the busy loop.
+    with _settled_daemon(tmp_path, "toolu_idle1", CONFIG) as (paths, proc):
         # After new lines the daemon polls briefly at a short interval (more usually follow);
         # the idle window starts once that moment is over.
         def quiet_beat() -> dict[str, Any] | None:
@@ -85,9 +99,6 @@ def test_an_idle_daemon_runs_no_more_passes_than_the_rescan_interval_allows(
             return None
 
         last = poll(after_window, timeout=120, interval=0.1)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     window_s = last["heartbeat"] - first["heartbeat"]  # the daemon's own clock
     allowed = int(window_s / RESCAN_S) + 2
     passes = last["passes"] - first["passes"]
@@ -160,22 +171,8 @@ def test_an_idle_daemon_wakes_about_once_per_heartbeat_not_ten_times_a_second(
     # the rescan, which backs off to the heartbeat's interval and shares its wake-up; the other
     # threads block until something happens. It once polled for a request file ten times a
     # second and woke watchdog's threads with its own rescans.
-    state = tmp_path / "state"
-    paths = StatePaths(state)
-    paths.ensure()  # the shipped config: heartbeat and idle rescan every 5 s
-    done = run_hook(payload(tool_name="Bash", tool_use_id="toolu_rest1"), hook_env(state))
-    assert done.returncode == 0
-    with (tmp_path / "daemon.stderr").open("wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "summarizer.cli.app", "run", "--state-dir", str(state)],
-            env=clean_env(PYTHONPATH=str(REPO)),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    try:
-        poll(lambda: _indexed(state, "toolu_rest1"), timeout=30)
-        poll((paths.context / "running-summary.json").exists, timeout=60)
+    # The shipped config: heartbeat and idle rescan every 5 s.
+    with _settled_daemon(tmp_path, "toolu_rest1") as (paths, proc):
 
         def at_rest() -> dict[str, Any] | None:
             # The rescan has backed off (1 + 2 + 4 + 5 s after the last lines).
@@ -193,8 +190,5 @@ def test_an_idle_daemon_wakes_about_once_per_heartbeat_not_ten_times_a_second(
 
         last = poll(lambda: beats_later(2), timeout=60, interval=0.01)
         blocked = _blocked(proc.pid) - blocked_first
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     assert last["passes"] == first["passes"]  # nothing to index: stat calls only
     assert blocked <= 2 * WAKES_PER_HEARTBEAT, (blocked, first, last)
